@@ -1,0 +1,51 @@
+# parlab: the two commands a learner needs are `make lab` and `make test`.
+# Both create .venv on first use with the CPU build of torch 2.13.0 (pinned here, before the
+# package, so that pip never resolves an unpinned multi-GB CUDA build), then the package.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+TORCH  ?= torch==2.13.0
+STAMP  := $(VENV)/.parlab-installed
+
+.PHONY: setup lab test notebooks exercises bench lint browser clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+## Open the course in JupyterLab (http://127.0.0.1:8888).
+lab: setup
+	$(BIN)/jupyter lab --ip=127.0.0.1 --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root) course/00_start_here.ipynb
+
+## Install everything and run the whole suite: unit tests, nbval over course/ and solutions/,
+## exercise checks, and the real-browser test (needs /usr/bin/chromium; `make browser` installs it).
+test: setup
+	$(BIN)/python -m pytest
+
+## Re-execute every notebook in place and regenerate exercises/ from solutions/.
+notebooks: setup
+	$(BIN)/python -m parlab.nbtools execute
+	$(BIN)/python -m parlab.nbtools exercises
+
+## Regenerate exercises/ from solutions/ only.
+exercises: setup
+	$(BIN)/python -m parlab.nbtools exercises
+
+bench: setup
+	$(BIN)/parlab bench all
+
+lint: setup
+	$(BIN)/ruff check parlab tests
+
+## Debian's chromium for the browser test (root + apt only; never `playwright install`).
+browser:
+	test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+clean:
+	rm -rf $(VENV) test-artifacts

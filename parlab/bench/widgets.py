@@ -1,0 +1,54 @@
+"""``parlab bench widgets``: the time of one dashboard update (compute + redraw), per dashboard.
+
+The target is under 150 ms for an update, so that a slider feels live. The first update of a
+process also pays for matplotlib's font cache and is reported apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+HELP = "time one dashboard update (compute + redraw) for every dashboard"
+TARGET_S = 0.150
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repeats", type=int, default=10, help="updates timed per dashboard (default 10)")
+
+
+def dashboards():
+    """(name, factory, control, two values to alternate) for each dashboard benchmarked."""
+    from parlab.widgets import ComputeWallDashboard, MemoryWallDashboard
+
+    return [
+        ("MemoryWallDashboard", MemoryWallDashboard, "micro_batch", (2, 3)),
+        ("ComputeWallDashboard", ComputeWallDashboard, "n_gpus", (64, 128)),
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    from parlab.tables import table
+
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be a positive integer, got {args.repeats}")
+    rows, slow = [], []
+    for name, factory, control, values in dashboards():
+        t0 = time.perf_counter()
+        dash = factory()
+        first = time.perf_counter() - t0
+        compute, total = [], []
+        for i in range(args.repeats):
+            dash.controls[control].value = values[i % 2]
+            compute.append(dash.timings["compute_s"])
+            total.append(dash.timings["total_s"])
+        median = statistics.median(total)
+        rows.append([name, f"{first * 1e3:.0f}", f"{statistics.median(compute) * 1e3:.2f}",
+                     f"{median * 1e3:.0f}", f"{max(total) * 1e3:.0f}",
+                     "ok" if median < TARGET_S else "SLOW"])
+        if median >= TARGET_S:
+            slow.append(name)
+    print(table(rows, ["dashboard", "first (ms)", "compute (ms)", "update median (ms)", "update max (ms)",
+                       f"< {TARGET_S * 1e3:.0f} ms"], "lrrrrl"))
+    return 1 if slow else 0

@@ -1,0 +1,31 @@
+"""``parlab models`` and ``parlab gpus``: the presets, as tables."""
+
+from __future__ import annotations
+
+import argparse
+
+HELPS = {"models": "list the model presets (shape and exact parameter count)",
+         "gpus": "list the GPU presets (memory, peak FLOP/s, HBM bandwidth)"}
+HELP = HELPS["models"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sources", action="store_true", help="add a column citing each preset's source")
+
+
+def run(args: argparse.Namespace) -> int:
+    from parlab.costmodel import GPUS, MODELS
+    from parlab.tables import human_count, table
+
+    if args._name == "models":
+        headers = ["name", "params", "layers", "hidden", "heads", "ffn", "seq", "vocab"]
+        rows = [[m.name, human_count(m.num_params()), m.layers, m.hidden, m.heads, m.ffn,
+                 m.seq_len, m.vocab] + ([m.source] if args.sources else []) for m in MODELS.values()]
+        print(table(rows, headers + (["source"] if args.sources else []), "lrrrrrrr" + "l" * args.sources))
+        print("\nAlso accepted: a size such as 7B or 350M (the preset of that size, else a GPT-style shape).")
+        return 0
+    headers = ["name", "memory (GB)", "bf16/fp16 TFLOP/s", "fp32 TFLOP/s", "HBM (GB/s)"]
+    rows = [[g.name, round(g.memory_bytes / 1e9, 1), g.half_flops / 1e12, g.fp32_flops / 1e12,
+             round(g.hbm_bytes_per_s / 1e9)] + ([g.source] if args.sources else []) for g in GPUS.values()]
+    print(table(rows, headers + (["source"] if args.sources else []), "lrrrr" + "l" * args.sources))
+    return 0

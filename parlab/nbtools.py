@@ -1,0 +1,139 @@
+"""Notebook tooling: re-execute notebooks in place, and generate exercises/ from solutions/.
+
+    python -m parlab.nbtools execute [NOTEBOOK ...]   # default: course/*.ipynb solutions/*.ipynb
+    python -m parlab.nbtools exercises                # solutions/*.ipynb -> exercises/*.ipynb
+    python -m parlab.nbtools check                    # exit 1 if exercises/ is out of date
+
+One source for both: a solution notebook marks the learner's part of a code cell with
+``### BEGIN SOLUTION`` and ``### END SOLUTION`` lines (nbgrader's markers); the exercise gets
+a ``raise NotImplementedError`` stub in its place, at the marker's indentation, and no outputs.
+A cell whose metadata tags include ``check`` calls a checker from ``parlab.checks``: it passes
+on the solution and must fail on the stub (tests/test_exercises.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+STUB = 'raise NotImplementedError("exercise: write this part (see the markdown above)")'
+
+
+def stub_source(source: str) -> str:
+    """Replace every BEGIN/END SOLUTION block of a cell's source by a NotImplementedError stub."""
+    out: list[str] = []
+    inside = False
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped == BEGIN:
+            if inside:
+                raise ValueError(f"nested {BEGIN!r} in cell:\n{source}")
+            inside = True
+            out.append(line[: len(line) - len(line.lstrip())] + STUB)
+        elif stripped == END:
+            if not inside:
+                raise ValueError(f"{END!r} without {BEGIN!r} in cell:\n{source}")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"{BEGIN!r} without {END!r} in cell:\n{source}")
+    return "\n".join(out)
+
+
+def make_exercise(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The exercise notebook for a solution notebook: stubs in place of solutions, no outputs."""
+    nb = copy.deepcopy(solution)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        cell.source = stub_source(cell.source)
+        cell.outputs = []
+        cell.execution_count = None
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+def exercise_path(solution: Path) -> Path:
+    return solution.parent.parent / "exercises" / solution.name
+
+
+def solutions(root: Path = ROOT) -> list[Path]:
+    return sorted((root / "solutions").glob("*.ipynb"))
+
+
+def write_exercises(root: Path = ROOT) -> list[Path]:
+    """(Re)write exercises/X.ipynb for every solutions/X.ipynb; return the paths written."""
+    written = []
+    for sol in solutions(root):
+        ex = make_exercise(nbformat.read(sol, as_version=4))
+        path = exercise_path(sol)
+        path.parent.mkdir(exist_ok=True)
+        nbformat.write(ex, path)
+        written.append(path)
+    return written
+
+
+def out_of_date(root: Path = ROOT) -> list[str]:
+    """Exercises whose code or text differs from what their solution generates."""
+    stale = []
+    for sol in solutions(root):
+        want = make_exercise(nbformat.read(sol, as_version=4))
+        path = exercise_path(sol)
+        if not path.exists():
+            stale.append(f"{path.relative_to(root)} (missing)")
+            continue
+        have = nbformat.read(path, as_version=4)
+        if [(c.cell_type, c.source) for c in have.cells] != [(c.cell_type, c.source) for c in want.cells]:
+            stale.append(str(path.relative_to(root)))
+    return stale
+
+
+def execute(path: Path, timeout: int = 600) -> None:
+    """Run a notebook top to bottom in its own folder and save it with outputs and widget state."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    nbformat.write(nb, path)
+
+
+def default_notebooks(root: Path = ROOT) -> list[Path]:
+    return sorted((root / "course").glob("*.ipynb")) + solutions(root)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m parlab.nbtools", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    ex = sub.add_parser("execute", help="re-execute notebooks in place")
+    ex.add_argument("notebooks", nargs="*", type=Path)
+    sub.add_parser("exercises", help="regenerate exercises/ from solutions/")
+    sub.add_parser("check", help="fail if exercises/ is out of date")
+    args = parser.parse_args(argv)
+    if args.cmd == "execute":
+        paths = args.notebooks or default_notebooks()
+        for i, path in enumerate(paths, 1):
+            print(f"[{i}/{len(paths)}] executing {path}", flush=True)
+            execute(Path(path).resolve())
+        return 0
+    if args.cmd == "exercises":
+        for path in write_exercises():
+            print(f"wrote {path.relative_to(ROOT)}")
+        return 0
+    stale = out_of_date()
+    for name in stale:
+        print(f"out of date: {name} (run `make exercises`)")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

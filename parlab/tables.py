@@ -1,0 +1,53 @@
+"""Plain-text tables and human units, shared by the CLI, the benchmarks and the notebooks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def table(rows: Sequence[Sequence[object]], headers: Sequence[str], align: str = "") -> str:
+    """A fixed-width text table. ``align`` has one letter per column, 'l' or 'r' (default:
+    numbers right, text left)."""
+    cells = [[str(h) for h in headers]] + [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    if not align:
+        first = rows[0] if rows else [""] * len(headers)
+        align = "".join("r" if isinstance(v, (int, float)) else "l" for v in first)
+    lines = []
+    for n, row in enumerate(cells):
+        parts = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(row, widths, align, strict=True)]
+        lines.append("  ".join(parts).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _cell(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
+    return str(v)
+
+
+def human_bytes(n: float, unit: str = "GB") -> str:
+    """Bytes in decimal units (GB = 1e9, as GPU datasheets and the guide count), e.g. '2,800 GB'."""
+    scale = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}[unit]
+    v = n / scale
+    return f"{v:,.1f} {unit}" if v < 100 else f"{v:,.0f} {unit}"
+
+
+def human_count(n: float) -> str:
+    """1.746e11 -> '174.6B'."""
+    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.4g}{unit}"
+    return f"{n:.4g}"
+
+
+def human_seconds(s: float) -> str:
+    """Seconds in the largest sensible unit: '3.2 ms', '14 s', '5.1 h', '34 days', '288 years'."""
+    for unit, scale in (("years", 365.25 * 86400), ("days", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        if s >= scale:
+            return f"{s / scale:,.3g} {unit}"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} us"

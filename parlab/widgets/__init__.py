@@ -1,0 +1,6 @@
+"""ipywidgets dashboards over the engines: knobs in, a table and a figure out (see ``base``)."""
+
+from .base import Dashboard
+from .walls import ComputeWallDashboard, MemoryWallDashboard
+
+__all__ = ["ComputeWallDashboard", "Dashboard", "MemoryWallDashboard"]

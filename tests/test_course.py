@@ -1,0 +1,47 @@
+"""The course map covers every guide question; chapters, README and stored outputs agree."""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from parlab.course import CHAPTERS, COURSE_DIR, GUIDE_QUESTIONS, chapters_for, question_map
+
+ROOT = COURSE_DIR.parent
+GUIDE = ROOT.parent / "shared" / "guide" / "interview_guide_zh.txt"
+NOTEBOOKS = sorted(COURSE_DIR.glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
+
+
+@pytest.mark.skipif(not GUIDE.exists(), reason="the guide is not beside this checkout")
+def test_every_guide_section_is_in_the_map():
+    sections = re.findall(r"^(\d\.\d+) ", GUIDE.read_text(encoding="utf-8"), re.MULTILINE)
+    assert sections == list(GUIDE_QUESTIONS)
+
+
+def test_every_guide_question_has_a_chapter():
+    assert all(chapters_for(s) for s in GUIDE_QUESTIONS)
+    assert len(question_map()) == len(GUIDE_QUESTIONS)
+
+
+def test_every_notebook_in_course_is_a_chapter():
+    files = {c.file for c in CHAPTERS}
+    for nb in COURSE_DIR.glob("*.ipynb"):
+        assert nb.name in files, f"{nb.name} is not listed in parlab.course.CHAPTERS"
+
+
+def test_readme_lists_the_chapters_and_the_two_commands():
+    readme = (ROOT / "README.md").read_text()
+    assert "make lab" in readme and "make test" in readme
+    for c in CHAPTERS:
+        assert c.title in readme, f"README does not mention chapter {c.number:02d} '{c.title}'"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_are_stored_executed_without_errors(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and cell.source.strip():
+            assert cell.execution_count is not None, f"cell {i} has no stored output: run `make notebooks`"
+            assert not [o for o in cell.outputs if o.output_type == "error"], f"cell {i} stored an error"
+        assert "TODO" not in cell.source
