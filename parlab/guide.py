@@ -28,6 +28,8 @@ CLAIMS: dict[str, Claim] = {
     "finetune-bytes-per-param": Claim("1.10", "GPU memory to fine-tune an nB model (20n GB)", 20, "bytes/param"),
     "80gb-fp16-params": Claim("1.14", "largest model whose fp16 weights fit 80 GB", 40e9, "params"),
     "80gb-train-params": Claim("1.14", "largest model trainable on 80 GB", 5e9, "params"),
+    "65b-zero3-bytes": Claim("1.19", "ZeRO-3 traffic per GPU per step, 65B model", 195e9, "bytes"),
+    "65b-zero3-seconds": Claim("1.19", "ZeRO-3 communication per step on 10 GbE, 65B", 156, "s"),
 }
 
 

@@ -71,7 +71,7 @@ def lab(tmp_path_factory):
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("JupyterLab did not start:\n" + (root / "server.log").read_text())
+                    raise RuntimeError("JupyterLab did not start:\n" + (root / "server.log").read_text()) from None
                 time.sleep(0.5)
         yield base, token
     finally:

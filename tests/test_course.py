@@ -35,6 +35,8 @@ def test_readme_lists_the_chapters_and_the_two_commands():
     assert "make lab" in readme and "make test" in readme
     for c in CHAPTERS:
         assert c.title in readme, f"README does not mention chapter {c.number:02d} '{c.title}'"
+        if c.ready:
+            assert f"course/{c.file}" in readme, f"README lists {c.file} as planned, but it exists"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

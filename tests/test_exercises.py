@@ -5,7 +5,16 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from parlab.nbtools import BEGIN, END, ROOT, STUB, make_exercise, out_of_date, solutions, stub_source
+from parlab.nbtools import (
+    BEGIN,
+    END,
+    ROOT,
+    STUB,
+    make_exercise,
+    out_of_date,
+    solutions,
+    stub_source,
+)
 
 EXERCISES = sorted((ROOT / "exercises").glob("*.ipynb"))
 

@@ -196,11 +196,11 @@ def test_6nd():
 
 def test_megatron_eq3_with_and_without_recompute():
     m = MODELS["gpt3-175b"]
-    B, s, l, h, V = 512, m.seq_len, m.layers, m.hidden, m.vocab
+    B, s, L, h, V = 512, m.seq_len, m.layers, m.hidden, m.vocab  # L is the paper's l
     assert megatron_flops_per_iteration(m, B) == pytest.approx(
-        96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)))
+        96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h)))
     # without recompute: 3 passes over the layers instead of 4, the logit layer unchanged
-    layers4 = 96 * B * s * l * h * h * (1 + s / (6 * h))
+    layers4 = 96 * B * s * L * h * h * (1 + s / (6 * h))
     logits = 6 * B * s * h * V
     assert megatron_flops_per_iteration(m, B, recompute=False) == pytest.approx(layers4 * 3 / 4 + logits)
 

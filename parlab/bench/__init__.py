@@ -6,4 +6,5 @@ Each module named in ``BENCHES`` defines ``HELP`` (one line), ``add_arguments(pa
 
 BENCHES: dict[str, str] = {
     "widgets": "parlab.bench.widgets",
+    "costmodel": "parlab.bench.costmodel",
 }

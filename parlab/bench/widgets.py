@@ -1,6 +1,7 @@
 """``parlab bench widgets``: the time of one dashboard update (compute + redraw), per dashboard.
 
-The target is under 150 ms for an update, so that a slider feels live. The first update of a
+The target is under 150 ms for an update, so that a slider feels live (the advisor, which
+searches every plan on each change, has one second). The first update of a
 process also pays for matplotlib's font cache and is reported apart.
 """
 
@@ -19,12 +20,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def dashboards():
-    """(name, factory, control, two values to alternate) for each dashboard benchmarked."""
-    from parlab.widgets import ComputeWallDashboard, MemoryWallDashboard
+    """(name, factory, control, two values to alternate, target seconds) per dashboard.
+
+    The advisor searches every plan on each change; its target is issue #3's "well under a
+    second" for a search over 1024 GPUs rather than the 150 ms of a plain dashboard."""
+    from parlab.widgets import (
+        ComputeWallDashboard,
+        MemoryWallDashboard,
+        PlanDashboard,
+        SearchDashboard,
+    )
 
     return [
-        ("MemoryWallDashboard", MemoryWallDashboard, "micro_batch", (2, 3)),
-        ("ComputeWallDashboard", ComputeWallDashboard, "n_gpus", (64, 128)),
+        ("MemoryWallDashboard", MemoryWallDashboard, "micro_batch", (2, 3), TARGET_S),
+        ("ComputeWallDashboard", ComputeWallDashboard, "n_gpus", (64, 128), TARGET_S),
+        ("PlanDashboard", PlanDashboard, "micro_batch", (2, 1), TARGET_S),
+        ("SearchDashboard", SearchDashboard, "gpus", (512, 1024), 1.0),
     ]
 
 
@@ -34,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise ValueError(f"--repeats must be a positive integer, got {args.repeats}")
     rows, slow = [], []
-    for name, factory, control, values in dashboards():
+    for name, factory, control, values, target in dashboards():
         t0 = time.perf_counter()
         dash = factory()
         first = time.perf_counter() - t0
@@ -45,10 +56,10 @@ def run(args: argparse.Namespace) -> int:
             total.append(dash.timings["total_s"])
         median = statistics.median(total)
         rows.append([name, f"{first * 1e3:.0f}", f"{statistics.median(compute) * 1e3:.2f}",
-                     f"{median * 1e3:.0f}", f"{max(total) * 1e3:.0f}",
-                     "ok" if median < TARGET_S else "SLOW"])
-        if median >= TARGET_S:
+                     f"{median * 1e3:.0f}", f"{max(total) * 1e3:.0f}", f"{target * 1e3:.0f}",
+                     "ok" if median < target else "SLOW"])
+        if median >= target:
             slow.append(name)
     print(table(rows, ["dashboard", "first (ms)", "compute (ms)", "update median (ms)", "update max (ms)",
-                       f"< {TARGET_S * 1e3:.0f} ms"], "lrrrrl"))
+                       "target (ms)", ""], "lrrrrrl"))
     return 1 if slow else 0

@@ -2,8 +2,9 @@
 
 Each module named in ``COMMANDS`` defines ``HELP`` (one line; or ``HELPS`` by command name when
 one module serves several), ``add_arguments(parser)`` and ``run(args) -> int`` (``args._name``
-is the command). Modules import heavy dependencies inside ``run`` so that the CLI starts fast. Bad input (an unknown preset, a non-positive size, ...) prints the
-library's ValueError as one line on stderr and exits with status 2, never a traceback.
+is the command). Modules import heavy dependencies inside ``run`` so that the CLI starts fast.
+Bad input (an unknown preset, a non-positive size, ...) prints the library's ValueError as one
+line on stderr and exits with status 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ COMMANDS: dict[str, str] = {
     "gpus": "parlab.cli.specs",
     "memory": "parlab.cli.memory",
     "bench": "parlab.cli.bench",
+    "estimate": "parlab.cli.estimate",
+    "search": "parlab.cli.search",
 }
 
 

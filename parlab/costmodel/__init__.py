@@ -2,8 +2,34 @@
 
 It never imports torch, ipywidgets, matplotlib or the runtime (``parlab.comm``), so widgets and
 searches stay instant. Every formula names its source in its docstring.
+
+    from parlab.costmodel import Plan, estimate, get_model, make_cluster, search
+    est = estimate("gpt3-175b", make_cluster("dgx-a100", 1024),
+                   Plan(dp=16, tp=8, pp=8, micro_batch=1, global_batch=1536, recompute="full"))
+    print(est.explain())
 """
 
+from .assumptions import DEFAULT, Assumptions
+from .cluster import (
+    CLUSTERS,
+    ORDER,
+    Cluster,
+    GroupSpan,
+    coords,
+    group_ranks,
+    group_span,
+    make_cluster,
+    rank_of,
+)
+from .collectives import (
+    GroupLink,
+    bus_factor,
+    collective_time,
+    group_link,
+    ring_time,
+    tree_time,
+)
+from .estimate import Estimate, Term, estimate, most_loaded_stage
 from .flops import (
     SECONDS_PER_DAY,
     SECONDS_PER_YEAR,
@@ -13,6 +39,7 @@ from .flops import (
     training_seconds,
 )
 from .hardware import GB, GPUS, GiB, GPUSpec, get_gpu
+from .links import GBIT, GBYTE, LINKS, LinkSpec, custom_link, gbit_per_s, gbyte_per_s, get_link
 from .memory import (
     OPTIMIZERS,
     PRECISIONS,
@@ -27,12 +54,42 @@ from .memory import (
     model_state_memory,
 )
 from .models import MODELS, ModelSpec, get_model, gpt_like, megatron_eq2_params, parse_size
+from .plan import DTYPES, OFFLOADS, SCHEDULES, Plan, check_plan
+from .plan_memory import (
+    in_flight_microbatches,
+    layer_params_per_gpu,
+    stage_activations,
+    stage_memory,
+    stage_params,
+    zero_model_states,
+)
+from .scenarios import (
+    ScalingPoint,
+    advice,
+    comm_time_vs_bandwidth,
+    guide_1_19,
+    memory_vs_dp,
+    step_vs_inter_link,
+    zero3_traffic_per_step,
+    zero3_vs_3d,
+)
+from .search import SearchResult, candidate_plans, factorizations, search
+from .step_time import StepTime, layer_forward_flops, logit_forward_flops, step_flops, step_time
+from .validation import bloom_table, megatron_table1, zero_paper_example
 
 __all__ = [
-    "GB", "GPUS", "GiB", "MODELS", "OPTIMIZERS", "PRECISIONS", "RECOMPUTE", "SECONDS_PER_DAY",
-    "SECONDS_PER_YEAR", "GPUSpec", "ModelSpec", "ModelStateMemory", "Precision",
-    "activation_bytes", "activation_bytes_per_layer", "bytes_per_param", "get_gpu", "get_model", "get_precision",
-    "gpt_like", "implied_utilisation", "largest_model", "megatron_eq2_params",
-    "megatron_flops_per_iteration", "model_state_memory", "parse_size", "train_flops_6nd",
-    "training_seconds",
+    "CLUSTERS", "DEFAULT", "DTYPES", "GB", "GBIT", "GBYTE", "GPUS", "GiB", "LINKS", "MODELS", "OFFLOADS",
+    "OPTIMIZERS", "ORDER", "PRECISIONS", "RECOMPUTE", "SCHEDULES", "SECONDS_PER_DAY", "SECONDS_PER_YEAR",
+    "Assumptions", "Cluster", "Estimate", "GPUSpec", "GroupLink", "GroupSpan", "LinkSpec", "ModelSpec",
+    "ModelStateMemory", "Plan", "Precision", "ScalingPoint", "SearchResult", "StepTime", "Term",
+    "advice", "bloom_table", "comm_time_vs_bandwidth", "guide_1_19", "megatron_table1", "memory_vs_dp",
+    "step_vs_inter_link", "zero3_traffic_per_step", "zero3_vs_3d", "zero_paper_example",
+    "activation_bytes", "activation_bytes_per_layer", "bus_factor", "bytes_per_param", "candidate_plans",
+    "check_plan", "collective_time", "coords", "custom_link", "estimate", "factorizations", "gbit_per_s",
+    "gbyte_per_s", "get_gpu", "get_link", "get_model", "get_precision", "gpt_like", "group_link",
+    "group_ranks", "group_span", "implied_utilisation", "in_flight_microbatches", "largest_model",
+    "layer_forward_flops", "layer_params_per_gpu", "logit_forward_flops", "make_cluster",
+    "megatron_eq2_params", "megatron_flops_per_iteration", "model_state_memory", "most_loaded_stage",
+    "parse_size", "rank_of", "ring_time", "search", "stage_activations", "stage_memory", "stage_params",
+    "step_flops", "step_time", "train_flops_6nd", "training_seconds", "tree_time", "zero_model_states",
 ]

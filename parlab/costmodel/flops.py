@@ -26,10 +26,10 @@ def megatron_flops_per_iteration(model: ModelSpec, global_batch: int, recompute:
     Both count matmuls only (2 FLOPs per multiply-add), as the paper does.
     """
     positive("global_batch", global_batch, integer=True)
-    B, s, l, h, V = global_batch, model.seq_len, model.layers, model.hidden, model.vocab
+    B, s, L, h, V = global_batch, model.seq_len, model.layers, model.hidden, model.vocab  # L = l
     if recompute:
-        return 96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
-    return 72 * B * s * l * h**2 * (1 + s / (6 * h) + V / (12 * l * h))
+        return 96 * B * s * L * h**2 * (1 + s / (6 * h) + V / (16 * L * h))
+    return 72 * B * s * L * h**2 * (1 + s / (6 * h) + V / (12 * L * h))
 
 
 def training_seconds(total_flops: float, n_gpus: int, gpu: str | GPUSpec,

@@ -104,8 +104,8 @@ class ModelSpec:
 
 def megatron_eq2_params(m: ModelSpec) -> float:
     """P = 12 l h^2 (1 + 13/(12h) + (V + s)/(12 l h)): Narayanan et al. 2021, Eq. 2 (GPT block)."""
-    l, h, s, V = m.layers, m.hidden, m.seq_len, m.vocab
-    return 12 * l * h**2 * (1 + 13 / (12 * h) + (V + s) / (12 * l * h))
+    L, h, s, V = m.layers, m.hidden, m.seq_len, m.vocab  # L is the paper's l
+    return 12 * L * h**2 * (1 + 13 / (12 * h) + (V + s) / (12 * L * h))
 
 
 # -- presets -------------------------------------------------------------------------------------
@@ -167,13 +167,13 @@ def gpt_like(n_params: float, seq_len: int = 2048, vocab: int = 51200) -> ModelS
     best = None
     for h, a, l_ref in _LADDER:
         per_layer = 12 * h * h + 13 * h
-        l = max(1, round((n_params - (vocab + seq_len) * h) / per_layer))
-        score = abs(math.log(l / l_ref))
+        depth = max(1, round((n_params - (vocab + seq_len) * h) / per_layer))
+        score = abs(math.log(depth / l_ref))
         if best is None or score < best[0]:
-            best = (score, h, a, l)
-    _, h, a, l = best
+            best = (score, h, a, depth)
+    _, h, a, depth = best
     name = f"gpt-{_format_size(n_params)}".lower()
-    return ModelSpec(name, l, h, a, seq_len, vocab, **_GPT,
+    return ModelSpec(name, depth, h, a, seq_len, vocab, **_GPT,
                      source="GPT-style shape fitted to the size (parlab.costmodel.models.gpt_like)")
 
 

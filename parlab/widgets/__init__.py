@@ -1,6 +1,7 @@
 """ipywidgets dashboards over the engines: knobs in, a table and a figure out (see ``base``)."""
 
 from .base import Dashboard
+from .plan import PlanDashboard, SearchDashboard
 from .walls import ComputeWallDashboard, MemoryWallDashboard
 
-__all__ = ["ComputeWallDashboard", "Dashboard", "MemoryWallDashboard"]
+__all__ = ["ComputeWallDashboard", "Dashboard", "MemoryWallDashboard", "PlanDashboard", "SearchDashboard"]

@@ -128,6 +128,14 @@ class Dashboard(widgets.VBox):
         self.timings = {"compute_s": t1 - t0, "render_s": t2 - t1, "total_s": t2 - t0}
 
 
+def model_box(value: str) -> widgets.Combobox:
+    """The model control every dashboard shares: a preset name, with free text for sizes ('13B')."""
+    from parlab.costmodel import MODELS
+
+    return widgets.Combobox(value=value, options=list(MODELS), description="model",
+                            placeholder="preset or size, e.g. 7B", ensure_option=False)
+
+
 def html_table(rows: list[list[Any]], headers: list[str], highlight_last: bool = False) -> str:
     """A small HTML table for dashboard output (numbers right-aligned)."""
     def cell(v: Any, tag: str) -> str:

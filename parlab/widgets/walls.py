@@ -5,18 +5,11 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from parlab.costmodel import GPUS, MODELS, OPTIMIZERS, PRECISIONS, RECOMPUTE, get_precision
+from parlab.costmodel import GPUS, OPTIMIZERS, PRECISIONS, RECOMPUTE, get_precision
 from parlab.costmodel.walls import ComputeWall, MemoryWall, compute_wall, memory_wall
 from parlab.tables import human_bytes, human_count, human_seconds
 
-from .base import Dashboard, html_table, new_figure
-
-MODEL_HELP = "preset or size, e.g. 7B"
-
-
-def _model_box(value: str) -> widgets.Combobox:
-    return widgets.Combobox(value=value, options=list(MODELS), description="model",
-                            placeholder=MODEL_HELP, ensure_option=False)
+from .base import Dashboard, html_table, model_box, new_figure
 
 
 class MemoryWallDashboard(Dashboard):
@@ -26,7 +19,7 @@ class MemoryWallDashboard(Dashboard):
 
     def make_controls(self):
         return {
-            "model": _model_box("llama-7b"),
+            "model": model_box("llama-7b"),
             "dtype": widgets.Dropdown(options=list(PRECISIONS), value="mixed", description="dtype"),
             "optimizer": widgets.Dropdown(options=list(OPTIMIZERS), value="adam", description="optimizer"),
             "micro_batch": widgets.IntSlider(value=1, min=1, max=32, description="micro-batch"),
@@ -67,7 +60,7 @@ class ComputeWallDashboard(Dashboard):
 
     def make_controls(self):
         return {
-            "model": _model_box("gpt3-175b"),
+            "model": model_box("gpt3-175b"),
             "tokens_b": widgets.FloatLogSlider(value=300, base=10, min=0, max=5, step=0.05,
                                                description="tokens (B)", readout_format=",.0f"),
             "gpu": widgets.Dropdown(options=list(GPUS), value="a100-80gb", description="GPU"),

@@ -1,0 +1,157 @@
+"""A cluster (GPU preset, GPU count, nodes, intra- and inter-node links) and the rank layout of a
+DP x TP x PP plan on it: which GPUs each group spans, and so which link its collectives use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from ._check import lookup, positive
+from .hardware import GPUSpec, get_gpu
+from .links import LinkSpec, get_link
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """``n_gpus`` GPUs of one kind, ``gpus_per_node`` to a node.
+
+    Inside a node GPUs talk over ``intra`` (NVLink/NVSwitch or PCIe); between nodes over
+    ``nics_per_node`` ports of ``inter`` (a DGX A100 has 8 HDR ports, one per GPU; a commodity
+    server often one 10 GbE port for all its GPUs). ``host`` is the GPU <-> CPU link that offload
+    uses. Bandwidths are per direction (see ``parlab.costmodel.links``).
+    """
+
+    gpu: GPUSpec
+    n_gpus: int
+    gpus_per_node: int = 8
+    intra: LinkSpec = get_link("nvlink3-a100")
+    inter: LinkSpec = get_link("ib-hdr")
+    nics_per_node: int = 8
+    host: LinkSpec = get_link("pcie4")
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        positive("n_gpus", self.n_gpus, integer=True)
+        positive("gpus_per_node", self.gpus_per_node, integer=True)
+        positive("nics_per_node", self.nics_per_node, integer=True)
+        if self.n_gpus > self.gpus_per_node and self.n_gpus % self.gpus_per_node:
+            raise ValueError(f"a cluster is made of whole nodes: n_gpus={self.n_gpus} is not a multiple "
+                             f"of gpus_per_node={self.gpus_per_node}")
+
+    @property
+    def nodes(self) -> int:
+        return max(1, self.n_gpus // self.gpus_per_node)
+
+    @property
+    def net_share_per_gpu(self) -> float:
+        """Achievable inter-node bytes/s one GPU gets when every GPU of its node talks at once:
+        ports x port bandwidth x efficiency / GPUs per node."""
+        return self.inter.achievable * self.nics_per_node / self.gpus_per_node
+
+    def with_gpus(self, n_gpus: int) -> Cluster:
+        """The same kind of cluster with another GPU count."""
+        return replace(self, n_gpus=n_gpus)
+
+    def describe(self) -> str:
+        return (f"{self.n_gpus} x {self.gpu.name} ({self.nodes} node(s) of {min(self.n_gpus, self.gpus_per_node)}; "
+                f"intra-node {self.intra.name} {self.intra.gbyte:g} GB/s, inter-node {self.nics_per_node} x "
+                f"{self.inter.name} {self.inter.gbit:g} Gb/s per node)")
+
+
+#: named cluster kinds: (gpu, gpus per node, intra link, inter link, NICs per node)
+CLUSTERS: dict[str, tuple[str, int, str, str, int]] = {
+    "dgx-a100": ("a100-80gb", 8, "nvlink3-a100", "ib-hdr", 8),  # Selene, Megatron-LM 2021
+    "dgx-a100-40gb": ("a100-40gb", 8, "nvlink3-a100", "ib-hdr", 8),
+    "a800-hdr": ("a800-80gb", 8, "nvlink3-a800", "ib-hdr", 4),
+    "dgx-h100": ("h100-sxm", 8, "nvlink4-h100", "ib-ndr", 8),
+    "h800-ndr": ("h100-sxm", 8, "nvlink4-h800", "ib-ndr", 8),
+    "pcie-25gbe": ("a100-80gb", 8, "pcie4", "25gbe", 1),
+    "pcie-10gbe": ("a100-80gb", 8, "pcie4", "10gbe", 1),  # the guide's "commodity" cluster (1.18, 1.19)
+}
+_CLUSTER_ALIASES = {"selene": "dgx-a100", "dgx": "dgx-a100", "commodity": "pcie-10gbe",
+                    "poor": "pcie-10gbe"}
+
+
+def make_cluster(kind: str = "dgx-a100", n_gpus: int = 8, *, gpu: str | GPUSpec | None = None,
+                 gpus_per_node: int | None = None, intra: str | LinkSpec | None = None,
+                 inter: str | LinkSpec | None = None, nics_per_node: int | None = None) -> Cluster:
+    """A cluster of a named kind (``CLUSTERS``) with ``n_gpus`` GPUs; any field can be overridden."""
+    g, per_node, intra_name, inter_name, nics = lookup("cluster", kind, CLUSTERS, _CLUSTER_ALIASES)
+    key = _CLUSTER_ALIASES.get(kind.strip().lower(), kind.strip().lower())
+    return Cluster(get_gpu(gpu or g), n_gpus, gpus_per_node or per_node, get_link(intra or intra_name),
+                   get_link(inter or inter_name), nics_per_node or nics, name=key)
+
+
+# -- rank layout ---------------------------------------------------------------------------------
+#: Megatron-LM's order (initialize_model_parallel): tp varies fastest, then dp, then pp, so a TP
+#: group is consecutive GPUs (inside a node) and a pipeline's stages are tp*dp GPUs apart.
+ORDER = ("tp", "dp", "pp")
+
+
+@dataclass(frozen=True)
+class GroupSpan:
+    """Where one communication group sits: ``size`` ranks, at most ``per_node`` of them on one
+    node, over ``nodes`` nodes (1 means the group never leaves a node)."""
+
+    dim: str
+    size: int
+    per_node: int
+    nodes: int
+
+    @property
+    def crosses_nodes(self) -> bool:
+        return self.nodes > 1
+
+
+def rank_of(tp_rank: int, dp_rank: int, pp_rank: int, tp: int, dp: int) -> int:
+    """Global rank of a (tp, dp, pp) coordinate: rank = tp_rank + tp * (dp_rank + dp * pp_rank)."""
+    return tp_rank + tp * (dp_rank + dp * pp_rank)
+
+
+def coords(rank: int, tp: int, dp: int) -> tuple[int, int, int]:
+    """(tp_rank, dp_rank, pp_rank) of a global rank: the inverse of ``rank_of``."""
+    return rank % tp, (rank // tp) % dp, rank // (tp * dp)
+
+
+def group_ranks(dim: str, rank: int, tp: int, dp: int, pp: int) -> list[int]:
+    """All ranks in ``rank``'s ``dim`` group ('tp', 'dp' or 'pp')."""
+    t, d, p = coords(rank, tp, dp)
+    if dim == "tp":
+        return [rank_of(i, d, p, tp, dp) for i in range(tp)]
+    if dim == "dp":
+        return [rank_of(t, i, p, tp, dp) for i in range(dp)]
+    if dim == "pp":
+        return [rank_of(t, d, i, tp, dp) for i in range(pp)]
+    raise ValueError(f"unknown group {dim!r}; allowed: {', '.join(ORDER)}")
+
+
+def group_span(dim: str, tp: int, dp: int, pp: int, gpus_per_node: int) -> GroupSpan:
+    """How the ``dim`` groups of a tp x dp x pp layout sit on nodes of ``gpus_per_node`` GPUs
+    (the worst group: the one with the fewest ranks per node, i.e. the most network traffic)."""
+    size, stride = {"tp": (tp, 1), "dp": (dp, tp), "pp": (pp, tp * dp)}[dim]
+    per_node, nodes = _span(size, stride, tp * dp * pp, gpus_per_node)
+    return GroupSpan(dim, size, per_node, nodes)
+
+
+@lru_cache(maxsize=4096)
+def _span(size: int, stride: int, world: int, g: int) -> tuple[int, int]:
+    """(fewest members on one node, most nodes) over all groups {r0 + i*stride, i < size}."""
+    if size == 1:
+        return 1, 1
+    block = size * stride  # a group lives in a contiguous block of this many ranks
+    if block <= g and g % block == 0:
+        return size, 1
+    if stride % g == 0:
+        return 1, size
+    if g % stride == 0 and block % g == 0:
+        k = g // stride
+        return k, size // k
+    worst_k, worst_nodes = size, 1  # misaligned layouts (e.g. tp=3 on 8-GPU nodes): count exactly
+    for start in range(0, world, block):
+        for offset in range(stride):
+            nodes: dict[int, int] = {}
+            for i in range(size):
+                node = (start + offset + i * stride) // g
+                nodes[node] = nodes.get(node, 0) + 1
+            worst_k, worst_nodes = min(worst_k, min(nodes.values())), max(worst_nodes, len(nodes))
+    return worst_k, worst_nodes

@@ -1,0 +1,240 @@
+"""``estimate(model, cluster, plan)``: memory per GPU and step time of a plan, term by term, with
+the formula and the source of every term (``Estimate.explain``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from parlab.tables import human_bytes, human_count, human_seconds
+
+from .assumptions import DEFAULT, Assumptions
+from .cluster import Cluster, rank_of
+from .memory import get_precision
+from .models import ModelSpec, get_model
+from .plan import Plan, check_plan
+from .plan_memory import StageMemory, stage_layers, stage_memory
+from .step_time import StepTime, step_flops, step_time
+
+ZERO_SRC = "Rajbhandari et al. 2020 (ZeRO), Fig. 1 / Sec. 5"
+TABLE2_SRC = "Korthikanti et al. 2022, Table 2 and Sec. 4.2.3"
+EQ3_SRC = "Narayanan et al. 2021, Eq. 3 / Sec. 5.1"
+RING_SRC = "Thakur et al. 2005; nccl-tests PERFORMANCE.md"
+
+
+@dataclass(frozen=True)
+class Term:
+    """One line of a breakdown: its value (bytes or seconds), how it is computed, and from where."""
+
+    name: str
+    value: float
+    formula: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The cost of running ``plan`` for ``model`` on ``cluster``: see ``explain()``."""
+
+    model: ModelSpec
+    cluster: Cluster
+    plan: Plan
+    assumptions: Assumptions
+    stage: StageMemory  # the most loaded stage's GPU
+    time: StepTime
+
+    # -- memory ------------------------------------------------------------------------------
+    @property
+    def memory_total(self) -> float:
+        return self.stage.total
+
+    @property
+    def memory_capacity(self) -> float:
+        return self.cluster.gpu.memory_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.memory_total <= self.memory_capacity
+
+    @property
+    def rank(self) -> int:
+        """Global rank of the most loaded GPU (Megatron order: tp fastest, then dp, then pp)."""
+        pp_rank = self.plan.pp - 1 if self.stage.stage == "last" and self.plan.pp > 1 else 0
+        return rank_of(0, 0, pp_rank, self.plan.tp, self.plan.dp)
+
+    @property
+    def rank_label(self) -> str:
+        if self.plan.pp == 1:
+            return "rank 0 (every rank holds the same)"
+        return (f"rank {self.rank} ({self.stage.stage} pipeline stage; its {self.plan.tp * self.plan.dp} "
+                f"ranks hold the same)")
+
+    def memory_terms(self) -> dict[str, float]:
+        st = self.stage
+        return {"parameters": st.weights, "gradients": st.grads, "optimizer states": st.optimizer,
+                "activations": st.activations.total, "buffers + fragmentation (allowance)": st.buffers}
+
+    # -- time and throughput -------------------------------------------------------------------
+    @property
+    def step_time(self) -> float:
+        return self.time.total
+
+    def time_terms(self) -> dict[str, float]:
+        return self.time.terms()
+
+    @property
+    def flops(self) -> tuple[float, float]:
+        """(model FLOPs, hardware FLOPs) of one step."""
+        return step_flops(self.model, self.plan.batch, self.plan.recompute)
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.plan.batch * self.model.seq_len
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens_per_step / self.step_time
+
+    @property
+    def model_tflops_per_gpu(self) -> float:
+        """Model FLOPs (no recomputation) per second per GPU, in TFLOP/s."""
+        return self.flops[0] / (self.step_time * self.plan.n_gpus) / 1e12
+
+    @property
+    def hardware_tflops_per_gpu(self) -> float:
+        """FLOPs actually executed (with recomputation) per second per GPU, in TFLOP/s: the number
+        Megatron-LM 2021 reports (Eq. 3)."""
+        return self.flops[1] / (self.step_time * self.plan.n_gpus) / 1e12
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs utilisation: model FLOP/s per GPU / peak (Chowdhery et al. 2022, App. B)."""
+        return self.model_tflops_per_gpu * 1e12 / self.time.facts["peak"]
+
+    def time_to_train(self, tokens: float) -> float:
+        """Seconds to train on ``tokens`` tokens at this step time."""
+        return tokens / self.tokens_per_s
+
+    # -- explanation ---------------------------------------------------------------------------
+    def memory_breakdown(self) -> list[Term]:
+        st, p, m = self.stage, self.plan, self.model
+        prec = get_precision(p.precision)
+        act = st.activations
+        z = p.zero
+        shard = {0: "", 1: "", 2: "", 3: f" / dp {p.dp}"}
+        ends = "embedding inputs" if st.stage == "first" else "output layer + fp32 logits"
+        if p.pp == 1:
+            ends = "embedding inputs + output layer + fp32 logits"
+        where = "" if p.offload == "none" else f" (offloaded to CPU: {human_bytes(st.cpu)})"
+        layers = f"{stage_layers(m, p.pp)} layers" + (f" of {m.layers}" if p.pp > 1 else "")
+        zero3 = " + 2 gathered layers (ZeRO-3 prefetch)" if z == 3 else ""
+        return [
+            Term("parameters", st.weights,
+                 f"{human_count(st.params)} params ({layers} / tp {p.tp} + embeddings) x {prec.weight} B"
+                 f"{shard[z]}{zero3}", "Shoeybi et al. 2019 Sec. 3; " + ZERO_SRC),
+            Term("gradients", st.grads,
+                 f"{human_count(st.params)} x {prec.grad} B" + (f" / dp {p.dp}" if z >= 2 else ""), ZERO_SRC),
+            Term("optimizer states", st.optimizer,
+                 f"{human_count(st.params)} x {prec.master + 2 * prec.state} B (fp32 master + Adam m, v)"
+                 + (f" / dp {p.dp}" if z >= 1 else "") + where, ZERO_SRC + "; Ren et al. 2021 (offload)"),
+            Term("activations", act.total,
+                 f"{act.in_flight:g} micro-batches in flight x {stage_layers(m, p.pp)} layers x "
+                 f"{human_bytes(act.per_layer, 'MB')} (s b h (...) for recompute={p.recompute}, tp={p.tp}, "
+                 f"SP={'on' if p.sequence_parallel else 'off'}) + {human_bytes(act.ends, 'MB')} {ends}"
+                 + (f" + {human_bytes(act.working, 'MB')} working set of the recomputed layer" if act.working else ""),
+                 TABLE2_SRC + f" ({p.schedule})"),
+            Term("buffers + fragmentation (allowance)", st.buffers,
+                 f"{human_bytes(self.assumptions.runtime_bytes)} runtime (CUDA context, NCCL, buckets) + "
+                 f"{self.assumptions.fragmentation:.0%} of the terms above", "assumption (parlab Assumptions)"),
+        ]
+
+    def time_breakdown(self) -> list[Term]:
+        f, p, a, tm = self.time.facts, self.plan, self.assumptions, self.time
+        m, v = p.m, p.chunks
+        gpu = self.cluster.gpu
+        rec = {"full": " (fwd, recompute, bwd = 4 passes)", "selective": " (+ attention scores recomputed)",
+               "none": " (fwd + bwd = 3 passes)"}[p.recompute]
+        return [
+            Term("compute: matmuls", tm.matmul,
+                 f"m {m} x {f['flops_mb']:.3g} FLOPs per micro-batch on the last stage{rec} / "
+                 f"({f['peak'] / 1e12:g} TFLOP/s x {a.matmul_efficiency:g})", EQ3_SRC),
+            Term("compute: elementwise", tm.elementwise,
+                 f"m {m} x {human_bytes(f['traffic_mb'])} moved by LayerNorm/softmax/dropout/GeLU / "
+                 f"({gpu.hbm_bytes_per_s / 1e9:,.0f} GB/s HBM x {a.hbm_efficiency:g})",
+                 "roofline (Williams et al. 2009) over " + TABLE2_SRC.split(" and")[0]),
+            Term("TP communication", tm.tp_comm,
+                 f"m {m} x {f['n_tp']} collectives x {human_seconds(f['t_tp_one'])} "
+                 f"({'all-gather + reduce-scatter' if p.sequence_parallel else 'all-reduce'} of "
+                 f"{human_bytes(f['msg'], 'MB')} over {p.tp} GPUs, {f['where']['tp']}, "
+                 f"{f['bw']['tp'] / 1e9:,.1f} GB/s)", "Shoeybi et al. 2019 Fig. 4; " + RING_SRC),
+            Term("PP communication", tm.pp_comm,
+                 f"m {m} x 2 x {v} chunk(s) x {human_seconds(f['t_p2p'])} (send {human_bytes(f['msg'] / p.tp, 'MB')} "
+                 f"over {f['where']['pp']}, then all-gather in the TP group)",
+                 "Narayanan et al. 2021 Sec. 4.1 (scatter/gather)"),
+            Term("pipeline bubble", tm.bubble,
+                 f"(p-1)/v = {p.pp - 1}/{v} micro-batch times x {human_seconds(f['per_mb'])}; "
+                 f"bubble fraction (p-1)/(v m) = {f['bubble_frac']:.3f}",
+                 "Huang et al. 2019 (GPipe); Narayanan et al. 2021 Sec. 2.2"),
+            Term("DP/ZeRO communication (exposed)", tm.dp_comm,
+                 f"{f['dp_ops']} over dp={p.dp} ({f['where']['dp']}, {f['bw']['dp'] / 1e9:,.2f} GB/s): "
+                 f"{human_seconds(f['dp_total'])} in all, {human_seconds(f['dp_hidden'])} hidden behind compute",
+                 ZERO_SRC + "; Li et al. 2020 (DDP overlap); " + RING_SRC),
+            Term("optimizer step", tm.optimizer,
+                 (f"{human_count(f['shard'])} params x {a.optimizer_traffic:g} B / HBM" if p.offload == "none"
+                  else f"{human_count(f['shard'])} params / {a.cpu_adam_params_per_s:.3g} params/s on the CPU"),
+                 "memory-bound Adam; Ren et al. 2021 (CPU-Adam)"),
+            Term("offload transfers", tm.offload,
+                 f"gradients down, weights up over {self.cluster.host.name}" if p.offload != "none" else "no offload",
+                 "Ren et al. 2021 (ZeRO-Offload); Rajbhandari et al. 2021 (ZeRO-Infinity)"),
+        ]
+
+    def summary(self) -> str:
+        """Three lines: memory and fit, step time, throughput."""
+        return (f"memory per GPU {human_bytes(self.memory_total)} of {human_bytes(self.memory_capacity)} "
+                f"({'fits' if self.fits else 'does NOT fit'}; {self.rank_label})\n"
+                f"step time {human_seconds(self.step_time)} for {self.plan.batch} sequences of {self.model.seq_len} "
+                f"tokens\nMFU {self.mfu:.1%}, {self.model_tflops_per_gpu:.1f} model TFLOP/s per GPU "
+                f"({self.hardware_tflops_per_gpu:.1f} with recomputation), {self.tokens_per_s:,.0f} tokens/s")
+
+    def explain(self) -> str:
+        """Every term with its value, formula and source, then the assumptions."""
+        lines = [f"{self.model.name} ({human_count(self.model.num_params())} params) on {self.cluster.describe()}",
+                 f"plan: {self.plan.describe()}", "",
+                 f"memory per GPU, most loaded: {self.rank_label}"]
+        lines += _render(self.memory_breakdown(), human_bytes)
+        lines.append(f"  {'total':<36} {human_bytes(self.memory_total):>10}   of "
+                     f"{human_bytes(self.memory_capacity)}: {'fits' if self.fits else 'does NOT fit'}")
+        lines += ["", "step time (the critical, last pipeline stage)"]
+        lines += _render(self.time_breakdown(), human_seconds)
+        lines.append(f"  {'total':<36} {human_seconds(self.step_time):>10}")
+        lines += ["", self.summary(), "", "assumptions: " + ", ".join(self.assumptions.describe())]
+        return "\n".join(lines)
+
+
+def _render(terms: list[Term], unit) -> list[str]:
+    out = []
+    for term in terms:
+        out.append(f"  {term.name:<36} {unit(term.value):>10}   = {term.formula}")
+        out.append(f"  {'':<36} {'':>10}     [{term.source}]")
+    return out
+
+
+def estimate(model: str | ModelSpec, cluster: Cluster, plan: Plan,
+             assumptions: Assumptions = DEFAULT) -> Estimate:
+    """Memory per GPU (most loaded rank) and step time of ``plan`` for ``model`` on ``cluster``.
+
+    Raises ValueError naming the broken rule if the plan cannot run (``check_plan``).
+    """
+    model = get_model(model)
+    check_plan(model, cluster, plan)
+    loaded = most_loaded_stage(model, plan, assumptions)
+    return Estimate(model, cluster, plan, assumptions, loaded, step_time(model, cluster, plan, assumptions))
+
+
+def most_loaded_stage(model: ModelSpec, plan: Plan, assumptions: Assumptions = DEFAULT) -> StageMemory:
+    """The memory of the GPU that needs the most: the first pipeline stage (embeddings, most
+    micro-batches in flight) or the last (output layer, logits), whichever is larger."""
+    first = stage_memory(model, plan, "first", assumptions)
+    if plan.pp == 1:
+        return first
+    last = stage_memory(model, plan, "last", assumptions)
+    return last if last.total > first.total else first

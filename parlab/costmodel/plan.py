@@ -1,0 +1,158 @@
+"""A parallel training plan (DP x TP x PP, ZeRO, micro-batching, schedule, recompute, offload, dtype)
+and the rules that make it valid for a model and a cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ._check import lookup, positive
+from .cluster import Cluster
+from .memory import RECOMPUTE
+from .models import ModelSpec
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+OFFLOADS = ("none", "optimizer", "optimizer+params")
+DTYPES = ("fp32", "fp16", "bf16")
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one training step is spread over ``dp * tp * pp`` GPUs.
+
+    ``micro_batch`` sequences go through the model at a time; each data-parallel replica runs
+    ``micro_batches`` of them per step (m, gradient accumulation / pipeline micro-batches), so
+    the global batch is dp x micro_batch x m. Give either ``global_batch`` or ``micro_batches``
+    (neither: m = 1). ``chunks`` is v, the model chunks per GPU of the interleaved schedule.
+    ``dtype`` is the compute type: 'fp16' and 'bf16' mean mixed precision (16-bit weights and
+    gradients, fp32 master weights and Adam states); ``fp32_grads`` accumulates and reduces
+    gradients in fp32 (Megatron-LM's main_grad, DeepSpeed's bf16 optimizer).
+    """
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    zero: int = 0
+    micro_batch: int = 1
+    global_batch: int | None = None
+    micro_batches: int | None = None
+    schedule: str = "1f1b"
+    chunks: int = 1
+    recompute: str = "none"
+    sequence_parallel: bool = False
+    offload: str = "none"
+    dtype: str = "bf16"
+    fp32_grads: bool = False
+    optimizer: str = "adam"
+
+    def __post_init__(self) -> None:
+        for name in ("dp", "tp", "pp", "micro_batch", "chunks"):
+            positive(name, getattr(self, name), integer=True)
+        lookup("schedule", self.schedule, {s: s for s in SCHEDULES})
+        lookup("recompute", self.recompute, {r: r for r in RECOMPUTE})
+        lookup("offload", self.offload, {o: o for o in OFFLOADS})
+        lookup("dtype", self.dtype, {d: d for d in DTYPES})
+        if self.zero not in ZERO_STAGES or isinstance(self.zero, bool):
+            raise ValueError(f"ZeRO stage must be one of 0, 1, 2, 3, got {self.zero!r}")
+        if self.global_batch is not None:
+            positive("global_batch", self.global_batch, integer=True)
+        if self.micro_batches is not None:
+            positive("micro_batches", self.micro_batches, integer=True)
+        per_step = self.dp * self.micro_batch
+        if self.global_batch is not None and self.global_batch % per_step:
+            raise ValueError(f"global batch {self.global_batch} is not divisible by dp x micro_batch = "
+                             f"{self.dp} x {self.micro_batch} = {per_step}")
+        if (self.global_batch is not None and self.micro_batches is not None
+                and self.global_batch != per_step * self.micro_batches):
+            raise ValueError(f"global batch {self.global_batch} != dp x micro_batch x micro_batches = "
+                             f"{self.dp} x {self.micro_batch} x {self.micro_batches}")
+        self._check_rules()
+
+    def _check_rules(self) -> None:
+        if self.schedule == "interleaved":
+            if self.pp < 2:
+                raise ValueError(f"the interleaved schedule needs pipeline parallelism: pp must be >= 2, got pp={self.pp}")
+            if self.chunks < 2:
+                raise ValueError(f"the interleaved schedule needs chunks (v) >= 2 model chunks per GPU, got {self.chunks}")
+            if self.m % self.pp:
+                raise ValueError(f"the interleaved schedule needs the micro-batches per step (m={self.m}) to be a "
+                                 f"multiple of pp={self.pp} (Megatron-LM, Narayanan et al. 2021, Section 2.2.2)")
+        elif self.chunks != 1:
+            raise ValueError(f"chunks (v) = {self.chunks} is only meaningful with the interleaved schedule, "
+                             f"not {self.schedule!r}")
+        if self.sequence_parallel and self.tp == 1:
+            raise ValueError("sequence parallelism splits LayerNorm/dropout activations across the TP group: "
+                             "it needs tp >= 2, got tp=1 (Korthikanti et al. 2022, Section 4.2.2)")
+        if self.zero >= 2 and self.pp > 1:
+            raise ValueError(f"ZeRO-{self.zero} shards gradients on every micro-batch, which pipeline engines "
+                             f"(DeepSpeed, Megatron-LM) do not support: use ZeRO-0/1 with pp={self.pp}, or pp=1")
+        if self.offload == "optimizer" and self.zero < 1:
+            raise ValueError("offloading the optimizer (ZeRO-Offload, Ren et al. 2021) partitions it with ZeRO: "
+                             "it needs ZeRO stage >= 1, got ZeRO-0")
+        if self.offload == "optimizer+params" and self.zero != 3:
+            raise ValueError(f"offloading parameters (ZeRO-Infinity, Rajbhandari et al. 2021) needs ZeRO-3, "
+                             f"got ZeRO-{self.zero}")
+        if self.dtype == "fp32" and self.fp32_grads:
+            raise ValueError("fp32_grads is for mixed precision (fp16/bf16); with dtype fp32 gradients already are fp32")
+
+    # -- derived ---------------------------------------------------------------------------
+    @property
+    def n_gpus(self) -> int:
+        return self.dp * self.tp * self.pp
+
+    @property
+    def m(self) -> int:
+        """Micro-batches per step per data-parallel replica (per pipeline)."""
+        if self.micro_batches is not None:
+            return self.micro_batches
+        if self.global_batch is not None:
+            return self.global_batch // (self.dp * self.micro_batch)
+        return 1
+
+    @property
+    def batch(self) -> int:
+        """Sequences per optimizer step, over all replicas: dp x micro_batch x m."""
+        return self.dp * self.micro_batch * self.m
+
+    @property
+    def precision(self) -> str:
+        """The name of the model-state precision in ``PRECISIONS``."""
+        if self.dtype == "fp32":
+            return "fp32"
+        return "mixed-fp32-grad" if self.fp32_grads else "mixed"
+
+    def with_(self, **changes) -> Plan:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def describe(self) -> str:
+        """One line, e.g. 'dp=8 tp=8 pp=4 ZeRO-1 mb=1 m=64 interleaved(v=2) recompute=full SP bf16'."""
+        sched = f"interleaved(v={self.chunks})" if self.schedule == "interleaved" else self.schedule
+        parts = [f"dp={self.dp}", f"tp={self.tp}", f"pp={self.pp}", f"ZeRO-{self.zero}",
+                 f"mb={self.micro_batch}", f"m={self.m}"]
+        parts += [sched] if self.pp > 1 else []
+        parts += [f"recompute={self.recompute}"] if self.recompute != "none" else []
+        parts += ["SP"] if self.sequence_parallel else []
+        parts += [f"offload={self.offload}"] if self.offload != "none" else []
+        parts += [self.dtype + ("+fp32 grads" if self.fp32_grads else "")]
+        return " ".join(parts)
+
+
+def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
+    """Raise ValueError naming the rule if ``plan`` cannot run ``model`` on ``cluster``."""
+    if plan.n_gpus != cluster.n_gpus:
+        raise ValueError(f"dp x tp x pp must equal the number of GPUs: {plan.dp} x {plan.tp} x {plan.pp} "
+                         f"= {plan.n_gpus} != {cluster.n_gpus}")
+    t = plan.tp
+    for what, size in (("attention heads", model.heads), ("hidden size", model.hidden),
+                       ("MLP width", model.ffn)):
+        if size % t:
+            raise ValueError(f"tp must divide the {what}: {what} {size} is not divisible by tp={t} "
+                             f"(Megatron-LM splits them evenly over the TP group)")
+    if plan.pp > model.layers:
+        raise ValueError(f"pp={plan.pp} > {model.layers} layers: every pipeline stage needs at least one layer")
+    if plan.schedule == "interleaved" and model.layers % (plan.pp * plan.chunks):
+        raise ValueError(f"the interleaved schedule needs layers ({model.layers}) divisible by pp x chunks = "
+                         f"{plan.pp} x {plan.chunks} = {plan.pp * plan.chunks} (Megatron-LM)")
+    if plan.dtype == "bf16" and not cluster.gpu.bf16:
+        raise ValueError(f"{cluster.gpu.name} has no bf16 tensor cores; use dtype fp16 or fp32")

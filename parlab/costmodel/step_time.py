@@ -1,0 +1,160 @@
+"""Time of one training step under a plan, term by term: compute (matmuls at an achievable FLOP/s,
+elementwise kernels at an achievable HBM bandwidth), TP collectives, pipeline sends, the
+pipeline bubble, data-parallel / ZeRO traffic (with overlap), the optimizer step and offload."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .assumptions import Assumptions
+from .cluster import Cluster, group_span
+from .collectives import group_link
+from .memory import activation_bytes_per_layer, get_precision
+from .models import ModelSpec
+from .plan import Plan
+from .plan_memory import stage_layers, stage_params
+
+
+def layer_forward_flops(model: ModelSpec, micro_batch: int = 1, tp: int = 1) -> float:
+    """Matmul FLOPs of one layer's forward pass on one TP rank: 2bs(4h^2 + n h f)/t + 4bs^2h/t.
+
+    Projections QKV + output 8bsh^2, MLP 2bshf per matrix (n = 2, or 3 gated), attention scores
+    and their product with V 4bs^2h (Narayanan et al. 2021, Section 5.1: 24bsh^2 + 4bs^2h for
+    f = 4h, the per-layer forward term of Eq. 3). Two FLOPs per multiply-add.
+    """
+    s, b, h, f = model.seq_len, micro_batch, model.hidden, model.ffn
+    n_mats = 3 if model.gated_mlp else 2
+    return (2 * b * s * (4 * h * h + n_mats * h * f) + 4 * b * s * s * h) / tp
+
+
+def logit_forward_flops(model: ModelSpec, micro_batch: int = 1, tp: int = 1) -> float:
+    """Forward FLOPs of the output layer (logits): 2 b s h V / t (Narayanan et al. 2021, Eq. 3)."""
+    return 2 * micro_batch * model.seq_len * model.hidden * model.vocab / tp
+
+
+def step_flops(model: ModelSpec, batch: int, recompute: str = "none") -> tuple[float, float]:
+    """(model FLOPs, hardware FLOPs) of one step on ``batch`` sequences.
+
+    Model FLOPs count forward + backward = 3 forward passes (what MFU counts: Chowdhery et al.
+    2022, Appendix B). Hardware FLOPs add what recomputation repeats: one more forward of every
+    layer with full recompute (Narayanan et al. 2021, Eq. 3: 96 B s l h^2 (1 + s/6h + V/16lh)),
+    the attention-score matmuls 4bs^2h per layer with selective recompute (Korthikanti et al.
+    2022, Section 5). For GPT shapes the model FLOPs equal Eq. 3's 72 B s l h^2 (1 + s/6h + V/12lh).
+    """
+    layer = layer_forward_flops(model, batch)
+    logits = logit_forward_flops(model, batch)
+    model_flops = 3 * (model.layers * layer + logits)
+    extra = {"none": 0.0, "full": model.layers * layer,
+             "selective": model.layers * 4 * batch * model.seq_len**2 * model.hidden}[recompute]
+    return model_flops, model_flops + extra
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Seconds of one step on the critical (last) pipeline stage, by term, and the intermediate
+    quantities behind them (``facts``, which ``Estimate.explain`` prints)."""
+
+    matmul: float
+    elementwise: float
+    tp_comm: float
+    pp_comm: float
+    bubble: float
+    dp_comm: float  # the exposed part
+    optimizer: float
+    offload: float
+    facts: dict
+
+    @property
+    def compute(self) -> float:
+        return self.matmul + self.elementwise
+
+    @property
+    def total(self) -> float:
+        return (self.matmul + self.elementwise + self.tp_comm + self.pp_comm + self.bubble + self.dp_comm
+                + self.optimizer + self.offload)
+
+    def terms(self) -> dict[str, float]:
+        return {"compute: matmuls": self.matmul, "compute: elementwise": self.elementwise,
+                "TP communication": self.tp_comm, "PP communication": self.pp_comm,
+                "pipeline bubble": self.bubble, "DP/ZeRO communication (exposed)": self.dp_comm,
+                "optimizer step": self.optimizer, "offload transfers": self.offload}
+
+
+def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) -> StepTime:
+    """Seconds of one training step (see the module docstring and ``Estimate.explain``)."""
+    s, b, h, t, p, v, m = model.seq_len, plan.micro_batch, model.hidden, plan.tp, plan.pp, plan.chunks, plan.m
+    prec = get_precision(plan.precision)
+    full, selective = plan.recompute == "full", plan.recompute == "selective"
+    f: dict = {"L": stage_layers(model, p), "passes": 4 if full else 3}
+    L, passes = f["L"], f["passes"]
+
+    # compute of one micro-batch on the last stage (it also runs the logits)
+    flops = passes * L * layer_forward_flops(model, b, t) + 3 * logit_forward_flops(model, b, t)
+    if selective:
+        flops += L * 4 * b * s * s * h / t
+    f["peak"] = cluster.gpu.peak_flops("fp32" if plan.dtype == "fp32" else "half")
+    f["flops_mb"], f["t_mm_mb"] = flops, flops / (f["peak"] * a.matmul_efficiency)
+    f["stored"] = activation_bytes_per_layer(model, b, t, plan.sequence_parallel, "none")
+    scores = 5 * model.heads * s * s * b / t  # softmax + dropout bytes that selective recompute redoes
+    f["traffic_mb"] = a.elementwise_traffic * L * (f["stored"] * (1 + 2 + full) + (scores if selective else 0))
+    f["t_el_mb"] = f["traffic_mb"] / (cluster.gpu.hbm_bytes_per_s * a.hbm_efficiency)
+
+    # tensor parallel: 2 all-reduces in the forward, 2 in the backward, 2 more when recomputing
+    spans = {d: group_span(d, t, plan.dp, p, cluster.gpus_per_node) for d in ("tp", "dp", "pp")}
+    links = {d: group_link(cluster, spans[d]) for d in spans}
+    f["where"] = {d: links[d].where if spans[d].size > 1 else "-" for d in links}
+    f["bw"] = {d: links[d].bandwidth for d in links}
+    f["msg"] = (4 if plan.dtype == "fp32" else 2) * s * b * h
+    f["n_tp"] = L * (6 if full else 4) if t > 1 else 0
+    if plan.sequence_parallel:  # an all-gather and a reduce-scatter in place of each all-reduce
+        one = links["tp"].time("all_gather", f["msg"], t) + links["tp"].time("reduce_scatter", f["msg"], t)
+    else:
+        one = links["tp"].time("all_reduce", f["msg"], t)
+    f["t_tp_one"], f["t_tp_mb"] = one, f["n_tp"] * one * (1 - a.tp_overlap)
+
+    # pipeline: per chunk and micro-batch one activation forward, one gradient backward; with
+    # tp > 1 each TP rank sends 1/t of it and the TP group all-gathers (Narayanan 2021, Sec. 4.1)
+    f["t_p2p"] = (links["pp"].time("p2p", f["msg"] / t, 2) + links["tp"].time("all_gather", f["msg"], t)
+                  if p > 1 else 0.0)
+    f["t_pp_mb"] = 2 * v * f["t_p2p"] * (1 - a.pp_overlap)
+    per_mb = f["t_mm_mb"] + f["t_el_mb"] + f["t_tp_mb"] + f["t_pp_mb"]
+    f["per_mb"], f["bubble_frac"] = per_mb, (p - 1) / (v * m)
+
+    # data parallel / ZeRO over the DP group
+    P = max(stage_params(model, t, p, "first"), stage_params(model, t, p, "last"))
+    dp, zero, dl = plan.dp, plan.zero, links["dp"]
+    f["P"], f["grad_bytes"], f["weight_bytes"] = P, P * prec.grad, P * prec.weight
+    compute_mb = f["t_mm_mb"] + f["t_el_mb"]
+    f["hide"] = compute_mb * (passes - 1) / passes if a.dp_overlap else 0.0  # backward of a micro-batch
+    if dp == 1:
+        f["dp_ops"], comm, exposed = "none (dp = 1)", 0.0, 0.0
+    elif zero <= 1:  # one all-reduce (ZeRO-1: reduce-scatter + all-gather, the same volume)
+        f["dp_ops"] = "1 all-reduce of the gradients per step"
+        comm = dl.time("all_reduce", f["grad_bytes"], dp)
+        exposed = max(0.0, comm - f["hide"])
+    elif zero == 2:  # reduce-scatter on every micro-batch, all-gather the updated weights once
+        f["dp_ops"] = "1 reduce-scatter of the gradients per micro-batch + 1 all-gather of the weights"
+        rs, ag = dl.time("reduce_scatter", f["grad_bytes"], dp), dl.time("all_gather", f["weight_bytes"], dp)
+        comm, exposed = m * rs + ag, m * max(0.0, rs - f["hide"]) + ag
+    else:  # ZeRO-3, one layer at a time: gather its weights for the forward, (the recompute,) the
+        # backward, and reduce-scatter its gradients (DeepSpeed / FSDP wrap each block)
+        gathers = 3 if full else 2
+        f["dp_ops"] = (f"{gathers} all-gathers of the weights + 1 reduce-scatter of the gradients per "
+                       f"micro-batch, each as {L} per-layer collectives")
+        f["hide"] = compute_mb if a.dp_overlap else 0.0
+        per = L * (gathers * dl.time("all_gather", f["weight_bytes"] / L, dp)
+                   + dl.time("reduce_scatter", f["grad_bytes"] / L, dp))
+        comm, exposed = m * per, m * max(0.0, per - f["hide"])
+    f["dp_total"], f["dp_hidden"] = comm, comm - exposed
+
+    # the optimizer step on this GPU's shard (HBM-bound, or on the CPU), and offload transfers
+    f["shard"] = shard = P / (dp if zero >= 1 else 1)
+    opt = shard * a.optimizer_traffic / (cluster.gpu.hbm_bytes_per_s * a.hbm_efficiency)
+    offload = 0.0
+    if plan.offload != "none":
+        opt = shard / a.cpu_adam_params_per_s
+        offload = shard * (prec.grad + prec.weight) / cluster.host.achievable
+        if plan.offload == "optimizer+params":
+            offload += m * (3 if full else 2) * shard * prec.weight / cluster.host.achievable
+    return StepTime(m * f["t_mm_mb"], m * f["t_el_mb"], m * f["t_tp_mb"], m * f["t_pp_mb"],
+                    (p - 1) / v * per_mb, exposed, opt, offload, f)

@@ -1,0 +1,197 @@
+"""How far to trust the cost model: its predictions next to published measurements.
+
+* Megatron-LM 2021, Table 1 (``parlab.data`` megatron2021_weak_scaling): TFLOP/s per GPU on
+  Selene for ten GPT models from 1.7B to 1T parameters, one set of A100 defaults for all rows.
+* BLOOM's preparation runs (bloom_prelude_experiments, guide 2.3): peak memory per GPU and the
+  TFLOP/s BigScience computed with their own formula.
+* The ZeRO paper's worked example (7.5B parameters on 64 GPUs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from parlab.data import read_csv
+
+from .assumptions import DEFAULT, Assumptions
+from .cluster import make_cluster
+from .estimate import Estimate, estimate
+from .models import ModelSpec
+from .plan import Plan
+from .plan_memory import zero_model_states
+from .search import search
+
+#: micro-batch size and interleaving (v = layers / pp / layers-per-virtual-stage) of each Table 1
+#: row, which the paper does not print: NVIDIA/Megatron-LM examples/sc21/run_table_1.sh.
+MEGATRON_TABLE1_RUNS: dict[float, tuple[int, int]] = {
+    1.7: (16, 1), 3.6: (16, 1), 7.5: (16, 1), 18.4: (8, 1), 39.1: (4, 1), 76.1: (2, 3),
+    145.6: (2, 2), 310.1: (1, 2), 529.6: (1, 3), 1008.0: (1, 1),
+}
+
+
+@dataclass(frozen=True)
+class MegatronRow:
+    """One row of Table 1: the measured TFLOP/s, ours with the published micro-batch and
+    schedule (``estimate``), and ours with the advisor's micro-batch and schedule for the same
+    dp/tp/pp (``advised``)."""
+
+    params_b: float
+    gpus: int
+    dp: int
+    tp: int
+    pp: int
+    measured: float
+    estimate: Estimate
+    advised: Estimate
+
+    @property
+    def predicted(self) -> float:
+        return self.estimate.hardware_tflops_per_gpu
+
+    @property
+    def error(self) -> float:
+        """(predicted - measured) / measured."""
+        return self.predicted / self.measured - 1
+
+    @property
+    def advised_error(self) -> float:
+        return self.advised.hardware_tflops_per_gpu / self.measured - 1
+
+
+def megatron_model(row: dict[str, str]) -> ModelSpec:
+    """The GPT model of a Table 1 row (seq 2048, vocab 51200)."""
+    return ModelSpec(f"gpt-{row['params_b']}b", int(row["layers"]), int(row["hidden"]), int(row["heads"]),
+                     2048, 51200, source="Narayanan et al. 2021, Table 1")
+
+
+def megatron_table1(assumptions: Assumptions = DEFAULT) -> list[MegatronRow]:
+    """Predicted vs measured TFLOP/s per GPU for Megatron-LM 2021 Table 1.
+
+    Every row: a DGX A100 cluster (NVLink 3 inside a node, 8 x HDR InfiniBand per node), fp16
+    mixed precision, full recomputation, ZeRO-0 (Megatron's data parallelism), TFLOP/s counted
+    as the paper counts them (Eq. 3, the recompute pass included). Nothing is tuned per row.
+    """
+    rows = []
+    for r in read_csv("megatron2021_weak_scaling"):
+        model = megatron_model(r)
+        tp, pp, n, batch = int(r["tp"]), int(r["pp"]), int(r["gpus"]), int(r["global_batch"])
+        dp = n // (tp * pp)
+        mb, v = MEGATRON_TABLE1_RUNS[float(r["params_b"])]
+        cluster = make_cluster("dgx-a100", n)
+        plan = Plan(dp=dp, tp=tp, pp=pp, micro_batch=mb, global_batch=batch, recompute="full", dtype="fp16",
+                    schedule="interleaved" if v > 1 else "1f1b", chunks=v)
+        advised = [e for e in search(model, cluster, batch, zero_stages=(0,), recompute=("full",),
+                                     sequence_parallel=(False,), schedules=("1f1b", "interleaved"),
+                                     chunks=(2, 3, 4, 5, 6, 8), dtype="fp16", assumptions=assumptions).ranked
+                   if (e.plan.tp, e.plan.pp) == (tp, pp)][0]
+        rows.append(MegatronRow(float(r["params_b"]), n, dp, tp, pp, float(r["tflops_per_gpu"]),
+                                estimate(model, cluster, plan, assumptions), advised))
+    return rows
+
+
+def megatron_rows(rows: list[MegatronRow]) -> tuple[list[list[object]], list[str]]:
+    """(rows, headers) of the validation table, for ``parlab.tables.table`` or a dashboard."""
+    out = [[f"{r.params_b:g}B", r.gpus, f"{r.dp}/{r.tp}/{r.pp}",
+            f"{r.estimate.plan.micro_batch}/{r.estimate.plan.chunks}", r.measured, round(r.predicted, 1),
+            f"{r.error:+.1%}", round(r.advised.hardware_tflops_per_gpu, 1), f"{r.advised_error:+.1%}"]
+           for r in rows]
+    headers = ["model", "GPUs", "dp/tp/pp", "mb/v", "measured", "predicted", "error",
+               "advisor's mb, v", "error"]
+    return out, headers
+
+
+# -- BLOOM (guide 2.3) ----------------------------------------------------------------------------
+def bloom_model(layers: int, heads: int) -> ModelSpec:
+    """A BLOOM-preparation shape: hidden 14400, ALiBi (no position table), embedding LayerNorm."""
+    return ModelSpec(f"bloom-prelude-{layers}l", layers, 14400, heads, 2048, 250880, bias=True, learned_pos=False,
+                     tied_embeddings=True, embedding_norm=True,
+                     source="BigScience tr11-176B-ml chronicles-prequel (2022-02-17)")
+
+
+def bigscience_tflops(non_embedding_params: float, seconds: float, gpus: int, batch: int = 2048,
+                      seq: int = 2048) -> float:
+    """TFLOP/s per GPU the way the BLOOM table computed it: params x 4 x 2 x seq x batch /
+    (time x GPUs) - four passes (forward, recompute, backward x 2) of 2 FLOPs per parameter per
+    token, no attention-score or logit FLOPs."""
+    return non_embedding_params * 4 * 2 * seq * batch / (seconds * gpus) / 1e12
+
+
+@dataclass(frozen=True)
+class BloomRow:
+    gpus: int
+    size: str
+    dp: int
+    tp: int
+    pp: int
+    measured_gb: float
+    reported_tflops: float
+    seconds: float
+    estimate: Estimate
+
+    @property
+    def predicted_gb(self) -> float:
+        return self.estimate.memory_total / 1e9
+
+    @property
+    def memory_error(self) -> float:
+        return self.predicted_gb / self.measured_gb - 1
+
+    @property
+    def recomputed_tflops(self) -> float:
+        """BigScience's formula applied to their measured time: should equal the reported value."""
+        return bigscience_tflops(self.estimate.model.non_embedding_params(), self.seconds, self.gpus)
+
+    @property
+    def predicted_tflops(self) -> float:
+        """BigScience's formula applied to our predicted step time."""
+        return bigscience_tflops(self.estimate.model.non_embedding_params(), self.estimate.step_time, self.gpus)
+
+    @property
+    def predicted_seconds(self) -> float:
+        return self.estimate.step_time
+
+    @property
+    def flops_ratio(self) -> float:
+        """FLOPs the GPUs really execute per step (Eq. 3 with recomputation: attention scores and
+        the logits over a 250k vocabulary included) / the FLOPs BigScience's formula counts."""
+        counted = self.estimate.model.non_embedding_params() * 4 * 2 * self.estimate.model.seq_len * 2048
+        return self.estimate.flops[1] / counted
+
+    @property
+    def deepspeed_bf16_extra_gb(self) -> float:
+        """What DeepSpeed's bf16 optimizer of early 2022 kept on top of our accounting: the bf16
+        gradients beside the fp32 ones (2 B/param) and an un-partitioned fp32 master copy
+        (4 (1 - 1/dp) B/param): deepspeed/runtime/bf16_optimizer.py of the time keeps a full fp32 copy
+        and marks tracking only this partition's fp32 parameters as still to do."""
+        return self.estimate.stage.params * (2 + 4 * (1 - 1 / self.dp)) / 1e9
+
+
+def bloom_table(assumptions: Assumptions = DEFAULT) -> list[BloomRow]:
+    """The three BLOOM preparation runs: A100 80GB, bf16 with fp32 gradient accumulation
+    (DeepSpeed's bf16 optimizer), ZeRO-1, micro-batch 1, global batch 2048, full recompute."""
+    rows = []
+    for r in read_csv("bloom_prelude_experiments"):
+        dp, tp, pp, n = int(r["dp"]), int(r["tp"]), int(r["pp"]), int(r["gpus"])
+        plan = Plan(dp=dp, tp=tp, pp=pp, zero=1, micro_batch=int(r["micro_batch"]), global_batch=2048,
+                    recompute="full", dtype="bf16", fp32_grads=True)
+        est = estimate(bloom_model(int(r["layers"]), int(r["heads"])), make_cluster("dgx-a100", n), plan,
+                       assumptions)
+        rows.append(BloomRow(n, r["size"], dp, tp, pp, float(r["mem_gb"]), float(r["tflops_per_gpu"]),
+                             float(r["seconds_per_iteration"]), est))
+    return rows
+
+
+def bloom_rows(rows: list[BloomRow]) -> tuple[list[list[object]], list[str]]:
+    out = [[r.gpus, r.size, f"{r.dp}/{r.tp}/{r.pp}", r.measured_gb, round(r.predicted_gb, 1),
+            f"{r.memory_error:+.1%}", r.reported_tflops, round(r.recomputed_tflops, 2),
+            round(r.predicted_tflops, 1)] for r in rows]
+    headers = ["GPUs", "size", "dp/tp/pp", "mem (GB)", "predicted", "error", "TFLOP/s reported",
+               "recomputed", "predicted"]
+    return out, headers
+
+
+# -- ZeRO paper ---------------------------------------------------------------------------------
+def zero_paper_example(n_params: float = 7.5e9, dp: int = 64) -> dict[int, float]:
+    """GB of model states per GPU for ZeRO stages 0-3: the paper's 7.5B / 64-GPU example
+    (Rajbhandari et al. 2020, Figure 1): 120, 31.4, 16.6, 1.9."""
+    return {stage: zero_model_states(n_params, dp, stage).total / 1e9 for stage in range(4)}
