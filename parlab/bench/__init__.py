@@ -7,4 +7,5 @@ Each module named in ``BENCHES`` defines ``HELP`` (one line), ``add_arguments(pa
 BENCHES: dict[str, str] = {
     "widgets": "parlab.bench.widgets",
     "costmodel": "parlab.bench.costmodel",
+    "comm": "parlab.bench.comm",
 }

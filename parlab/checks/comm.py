@@ -1,0 +1,70 @@
+"""Checker for exercise 02 (ring all-reduce from send/recv): correct sums, ring-sized traffic."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from parlab.comm import RankError, alphabeta, launch
+
+# (shape, dtype) of the arrays each world size is checked on: sizes that n does not divide,
+# fewer elements than ranks, several dimensions, integers as well as floats
+SHAPES = [((1,), "float64"), ((3,), "float64"), ((10,), "float32"), ((7, 5), "float64"),
+          ((2, 3, 4), "int64"), ((1001,), "float32"), ((50_003,), "float64")]
+WORLD_SIZES = (2, 3, 4, 5)
+
+
+def rank_data(rank: int, shape: tuple, dtype: str, seed: int) -> np.ndarray:
+    """Rank ``rank``'s input: small integers, so any order of additions gives the exact sum."""
+    rng = np.random.default_rng([seed, rank, len(shape), int(np.prod(shape))])
+    return rng.integers(-100, 100, size=shape).astype(dtype)
+
+
+def run_learner(comm, fn, seed: int) -> list:
+    """On every rank: the learner's function on each test array, with the traffic it caused."""
+    out = []
+    for shape, dtype in SHAPES:
+        x = rank_data(comm.rank, shape, dtype, seed)
+        comm.reset_traffic()
+        got = fn(comm, x.copy())
+        out.append((got, comm.traffic()))
+    return out
+
+
+def check_ring_all_reduce(fn, seed: int = 0) -> None:
+    """Run ``fn(comm, x)`` on 2, 3, 4 and 5 ranks for every array of ``SHAPES``: each rank must
+    return the element-wise sum over ranks (same shape and dtype), using only send/recv, and
+    send 2(n-1)/n of the array's bytes (the ring's traffic: each of the 2(n-1) steps sends one
+    block of about 1/n of the data). Raises AssertionError naming the first failing case; the
+    stub's NotImplementedError passes through."""
+    for n in WORLD_SIZES:
+        try:
+            per_rank = launch(run_learner, n, fn, seed, timeout=20)
+        except RankError as err:
+            if err.exc_type == "NotImplementedError":
+                raise NotImplementedError(f"ring_all_reduce is still a stub (rank {err.rank})") from None
+            raise AssertionError(f"your function failed on {n} ranks:\n{err}") from None
+        for i, (shape, dtype) in enumerate(SHAPES):
+            want = sum(rank_data(r, shape, dtype, seed) for r in range(n))
+            nbytes = want.nbytes
+            ideal = 2 * (n - 1) / n * nbytes
+            slack = 2 * (n - 1) * want.itemsize + 0.01 * ideal
+            for rank, results in enumerate(per_rank):
+                got, traffic = results[i]
+                case = f"{n} ranks, shape {shape} {dtype}, rank {rank}"
+                assert isinstance(got, np.ndarray), f"{case}: return a numpy array, got {type(got).__name__}"
+                assert got.shape == want.shape and got.dtype == want.dtype, (
+                    f"{case}: expected shape {want.shape} and dtype {want.dtype}, got {got.shape} {got.dtype}")
+                wrong = np.flatnonzero(got.reshape(-1) != want.reshape(-1))
+                assert wrong.size == 0, (f"{case}: {wrong.size} of {want.size} elements differ from the sum, "
+                                         f"first at flat index {wrong[0]}: {got.reshape(-1)[wrong[0]]} "
+                                         f"instead of {want.reshape(-1)[wrong[0]]}")
+                others = sorted(set(traffic) - {"p2p"})
+                assert not others, f"{case}: use only send/recv, not the communicator's {', '.join(others)}"
+                sent = traffic["p2p"].bytes_sent if "p2p" in traffic else 0
+                assert abs(sent - ideal) <= slack, (
+                    f"{case}: sent {sent:,} bytes; a ring all-reduce sends 2(n-1)/n of the "
+                    f"{nbytes:,} bytes = {ideal:,.0f} (each rank sends n-1 blocks in the reduce-scatter "
+                    f"and n-1 in the all-gather)")
+    model = alphabeta.traffic("all_reduce", "ring", 4, 1.0)[0]
+    print(f"ring all-reduce correct on {', '.join(map(str, WORLD_SIZES))} ranks for {len(SHAPES)} "
+          f"shapes each; every rank sent 2(n-1)/n of the data ({model:.2f}x on 4 ranks), as the ring must.")

@@ -1,0 +1,355 @@
+"""Collectives built from point-to-point steps: naive, ring and tree, written once for any backend.
+
+Each function takes a communicator and uses only ``comm.rank``, ``comm.world_size``,
+``comm.send``, ``comm.recv`` and ``comm.recv_reduce``, so the same code runs on the local
+backend, on torch.distributed, and is what a learner writes in exercise 02.
+
+Sources. Ring reduce-scatter/all-gather/all-reduce: Patarasuk & Yuan, "Bandwidth optimal
+all-reduce algorithms for clusters of workstations", JPDC 2009 (per rank 2(n-1)/n of the data,
+the lower bound). Recursive doubling, binomial trees, and the fold for a non-power-of-two
+rank count: Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication Operations
+in MPICH", IJHPCA 2005, sections 4.1-4.4. Dissemination barrier: Hensgen, Finkel & Manber,
+"Two algorithms for barrier synchronization", 1988. Pipelining the ring over cache-sized slices
+is what NCCL does (src/device/all_reduce.h, runRing: the outer loop over ``chunkSize`` slices).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from . import arrays as A
+
+# Bytes of one ring block per step: slices of n * CHUNK_BYTES of the buffer go round the ring
+# one after the other, so a block is still in cache when it is reduced and forwarded.
+CHUNK_BYTES = 1 << 20
+# Below this many bytes an all-reduce is latency-bound: recursive doubling (log2 n steps) beats
+# the ring (2(n-1) steps); see parlab.comm.alphabeta for the crossover.
+TREE_MAX_BYTES = 64 << 10
+
+
+# ---------------------------------------------------------------------------- helpers
+def block_bounds(n_elems: int, n: int) -> list[tuple[int, int]]:
+    """[lo, hi) of n nearly equal blocks of n_elems elements (sizes differ by at most one)."""
+    return [(i * n_elems // n, (i + 1) * n_elems // n) for i in range(n)]
+
+
+def slices(n_elems: int, size: int) -> Iterator[tuple[int, int]]:
+    """[lo, hi) slices of at most ``size`` elements covering n_elems (one empty slice if 0)."""
+    yield from ((lo, min(lo + size, n_elems)) for lo in range(0, max(n_elems, 1), size))
+
+
+def chunk_elems(x: A.Array) -> int:
+    return max(1, CHUNK_BYTES // A.itemsize(A.dtype_name(x)))
+
+
+def neighbours(comm) -> tuple[int, int]:
+    """(left, right) on the ring 0 -> 1 -> ... -> n-1 -> 0."""
+    return (comm.rank - 1) % comm.world_size, (comm.rank + 1) % comm.world_size
+
+
+# ---------------------------------------------------------------------------- ring
+def ring_reduce_scatter_steps(comm, blocks: list, op: str, into: A.Array | None = None) -> None:
+    """n-1 steps. Every rank starts the block of its left neighbour on its way round the ring;
+    each rank the block passes adds its own copy (recv_reduce_send); after n-1 hops block r has
+    met every rank and stops at rank r, which adds its own last. Afterwards ``into`` (default
+    blocks[r]; else a copy of blocks[r] made by the caller) holds block r reduced over all ranks.
+    The other blocks are only read."""
+    n, r = comm.world_size, comm.rank
+    into = blocks[r] if into is None else into
+    if n == 1:
+        return
+    left, right = neighbours(comm)
+    comm.send(blocks[(r - 1) % n], right)
+    for step in range(1, n - 1):  # partial sum of block r-step-1 comes in, add mine, pass it on
+        comm.recv_reduce_send(left, blocks[(r - step - 1) % n], right, op)
+    comm.recv_reduce(left, into, op)  # the last contribution is mine: block r is done
+
+
+def ring_all_gather_steps(comm, blocks: list) -> None:
+    """n-1 steps. Rank r sends its final block r to the right; each rank keeps a copy of what
+    arrives and passes it on (recv_copy_send), so every block visits every rank once."""
+    n, r = comm.world_size, comm.rank
+    if n == 1:
+        return
+    left, right = neighbours(comm)
+    comm.send(blocks[r], right)
+    for step in range(1, n - 1):  # block r-step arrives: keep it, pass it on
+        comm.recv_copy_send(left, blocks[(r - step) % n], right)
+    comm.recv(left, out=blocks[(r + 1) % n])  # the last one needs to go no further
+
+
+def ring_all_reduce(comm, x: A.Array, op: str) -> A.Array:
+    """Reduce-scatter then all-gather round the ring, in place. Per rank: 2(n-1) steps of
+    1/n of the data each, so 2(n-1)/n of the data sent and received whatever n is."""
+    flat, n = A.flat(x), comm.world_size
+    for lo, hi in slices(len(flat), n * chunk_elems(x)):
+        part = flat[lo:hi]
+        blocks = [part[a:b] for a, b in block_bounds(hi - lo, n)]
+        ring_reduce_scatter_steps(comm, blocks, op)
+        ring_all_gather_steps(comm, blocks)
+    return x
+
+
+def ring_all_gather(comm, x: A.Array, out: A.Array | None = None) -> A.Array:
+    """Every rank's x stacked on dim 0: n-1 steps, each forwarding one rank's block."""
+    n, r, m = comm.world_size, comm.rank, x.reshape(-1).shape[0]
+    out = _stacked(x, n) if out is None else out
+    flat = A.flat(out)
+    flat[r * m:(r + 1) * m] = A.flat(x)
+    for lo, hi in slices(m, chunk_elems(x)):
+        ring_all_gather_steps(comm, [flat[i * m + lo:i * m + hi] for i in range(n)])
+    return out
+
+
+def ring_reduce_scatter(comm, x: A.Array, op: str, out: A.Array | None = None) -> A.Array:
+    """op over every rank's x, block ``rank`` of dim 0: n-1 steps of 1/n of the data each."""
+    n, r = comm.world_size, comm.rank
+    flat = A.flat(x)
+    m = len(flat) // n
+    out = A.empty(A.kind_of(x), A.dtype_name(x), (x.shape[0] // n, *x.shape[1:])) if out is None else out
+    mine = A.flat(out)
+    mine[...] = flat[r * m:(r + 1) * m]
+    for lo, hi in slices(m, chunk_elems(x)):
+        ring_reduce_scatter_steps(comm, [flat[i * m + lo:i * m + hi] for i in range(n)], op,
+                                  into=mine[lo:hi])
+    return out
+
+
+def _stacked(x: A.Array, n: int) -> A.Array:
+    """An empty array for n copies of x stacked on dim 0."""
+    return A.empty(A.kind_of(x), A.dtype_name(x), A.concat_shape(tuple(x.shape), n))
+
+
+def ring_schedule(n: int) -> list[tuple[str, list[tuple[int, int, int]]]]:
+    """The ring all-reduce as data, for pictures and checks: 2(n-1) steps, each a phase name and
+    its (src, dst, block) transfers. Step s of the reduce-scatter: every rank r sends its partial
+    block r-s-1 to r+1, which adds its own; step s of the all-gather: rank r forwards the final
+    block r-s. (The same block indices as ring_reduce_scatter_steps / ring_all_gather_steps.)"""
+    steps = [("reduce-scatter", [(r, (r + 1) % n, (r - s - 1) % n) for r in range(n)]) for s in range(n - 1)]
+    steps += [("all-gather", [(r, (r + 1) % n, (r - s) % n) for r in range(n)]) for s in range(n - 1)]
+    return steps
+
+
+# ---------------------------------------------------------------------------- trees
+def tree_broadcast(comm, x: A.Array, root: int) -> A.Array:
+    """Binomial tree: in round k every rank that has the data sends it 2^k ranks further, so
+    log2(n) rounds reach everyone (Thakur et al. 2005, section 4.1). In place."""
+    n, r = comm.world_size, comm.rank
+    me = (r - root) % n  # rank relative to the root
+    mask = 1
+    while mask < n:  # receive once, from the rank that clears my lowest set bit
+        if me & mask:
+            comm.recv((r - mask) % n, out=x)
+            break
+        mask <<= 1
+    mask >>= 1
+    while mask:  # then pass it on down the tree
+        if me + mask < n:
+            comm.send(x, (r + mask) % n)
+        mask >>= 1
+    return x
+
+
+def tree_reduce(comm, x: A.Array, root: int, op: str) -> A.Array:
+    """The binomial broadcast run backwards: partial results climb log2(n) rounds to the root.
+    ``x`` is a working copy (op must be commutative, as all of ours are)."""
+    n, r = comm.world_size, comm.rank
+    me, mask = (r - root) % n, 1
+    while mask < n:
+        if me & mask:
+            comm.send(x, (r - mask) % n)
+            break
+        if me + mask < n:
+            comm.recv_reduce((r + mask) % n, x, op)
+        mask <<= 1
+    return x
+
+
+def tree_all_reduce(comm, x: A.Array, op: str) -> A.Array:
+    """Recursive doubling: in round k rank r swaps its whole partial result with rank r XOR 2^k,
+    log2(n) rounds (Thakur et al. 2005, 4.4). For n not a power of two the first 2*extra ranks
+    pair up first (the even one hands its data to the odd one and waits for the answer)."""
+    n, r = comm.world_size, comm.rank
+    p2 = 1 << (n.bit_length() - 1)  # largest power of two <= n
+    extra = n - p2
+    if r < 2 * extra and r % 2 == 0:  # folded out: give my data, get the result at the end
+        comm.send(x, r + 1)
+        return comm.recv(r + 1, out=x)
+    if r < 2 * extra:
+        comm.recv_reduce(r - 1, x, op)
+    me = r // 2 if r < 2 * extra else r - extra  # rank among the p2 that stay
+    mask = 1
+    while mask < p2:
+        partner = me ^ mask
+        peer = 2 * partner + 1 if partner < extra else partner + extra
+        comm.send(x, peer)
+        comm.recv_reduce(peer, x, op)  # a+b on one side, b+a on the other: same bits
+        mask <<= 1
+    if r < 2 * extra:
+        comm.send(x, r - 1)
+    return x
+
+
+# ---------------------------------------------------------------------------- naive (flat)
+def naive_broadcast(comm, x: A.Array, root: int) -> A.Array:
+    """The root sends the whole array to every other rank in turn: n-1 messages on its link."""
+    if comm.rank == root:
+        for peer in range(comm.world_size):
+            if peer != root:
+                comm.send(x, peer)
+    else:
+        comm.recv(root, out=x)
+    return x
+
+
+def naive_reduce(comm, x: A.Array, root: int, op: str) -> A.Array:
+    """Everyone sends its whole array to the root, which reduces them one after another."""
+    if comm.rank == root:
+        for peer in range(comm.world_size):
+            if peer != root:
+                comm.recv_reduce(peer, x, op)
+    else:
+        comm.send(x, root)
+    return x
+
+
+def naive_all_reduce(comm, x: A.Array, op: str) -> A.Array:
+    """Reduce to rank 0, then broadcast from it: the root's link carries 2(n-1) copies."""
+    return naive_broadcast(comm, naive_reduce(comm, x, 0, op), 0)
+
+
+def naive_gather(comm, x: A.Array, root: int) -> A.Array | None:
+    """Everyone sends its array to the root, which stacks them in rank order."""
+    n, r = comm.world_size, comm.rank
+    if r != root:
+        comm.send(x, root)
+        return None
+    out = _stacked(x, n)
+    blocks = _blocks(out, n)
+    for peer in range(n):
+        if peer == r:
+            blocks[peer][...] = A.flat(x)
+        else:
+            comm.recv(peer, out=blocks[peer])
+    return out
+
+
+def naive_scatter(comm, x: A.Array, root: int) -> A.Array:
+    """The root sends block i (along dim 0) of its array to rank i."""
+    n, r = comm.world_size, comm.rank
+    shape = (x.shape[0] // n, *x.shape[1:])
+    if r != root:
+        return comm.recv(root, out=A.empty(A.kind_of(x), A.dtype_name(x), shape))
+    blocks = _blocks(x, n)
+    for peer in range(n):
+        if peer != r:
+            comm.send(blocks[peer], peer)
+    return A.copy_of(blocks[r]).reshape(shape)
+
+
+def naive_all_gather(comm, x: A.Array, out: A.Array | None = None) -> A.Array:
+    """Gather to rank 0, then broadcast the stacked array from it."""
+    return _into(naive_broadcast(comm, _or_empty(naive_gather(comm, x, 0), x, comm.world_size), 0), out)
+
+
+def naive_reduce_scatter(comm, x: A.Array, op: str, out: A.Array | None = None) -> A.Array:
+    """Reduce the whole array to rank 0, then scatter its blocks."""
+    return _into(naive_scatter(comm, naive_reduce(comm, A.copy_of(x), 0, op), 0), out)
+
+
+def _or_empty(out: A.Array | None, x: A.Array, n: int) -> A.Array:
+    return _stacked(x, n) if out is None else out
+
+
+def _into(result: A.Array, out: A.Array | None) -> A.Array:
+    """``result``, copied into ``out`` when the caller gave a buffer."""
+    if out is None:
+        return result
+    A.flat(out)[...] = A.flat(result)
+    return out
+
+
+def tree_gather(comm, x: A.Array, root: int) -> A.Array | None:
+    """Binomial tree gather (Thakur et al. 2005, 4.3): a rank whose lowest set bit (relative to
+    the root) is 2^k first collects the blocks of the 2^k ranks after it, then sends them up as
+    one message; log2(n) rounds, and the root receives n-1 blocks in log2(n) messages."""
+    n, r, m = comm.world_size, comm.rank, x.reshape(-1).shape[0]
+    me = (r - root) % n
+    rel = A.flat(_stacked(x, n))
+    rel[me * m:(me + 1) * m] = A.flat(x)  # blocks in order of rank relative to the root
+    mask = 1
+    while mask < n:
+        if me & mask:
+            comm.send(rel[me * m:min(me + mask, n) * m], (r - mask) % n)
+            return None
+        if me + mask < n:
+            comm.recv((r + mask) % n, out=rel[(me + mask) * m:min(me + 2 * mask, n) * m])
+        mask <<= 1
+    out = _stacked(x, n)
+    flat = A.flat(out)  # rotate relative order back to rank order
+    flat[root * m:] = rel[:(n - root) * m]
+    flat[:root * m] = rel[(n - root) * m:]
+    return out
+
+
+def tree_all_gather(comm, x: A.Array, out: A.Array | None = None) -> A.Array:
+    """Binomial gather to rank 0, then binomial broadcast: 2 log2(n) rounds."""
+    return _into(tree_broadcast(comm, _or_empty(tree_gather(comm, x, 0), x, comm.world_size), 0), out)
+
+
+# ---------------------------------------------------------------------------- others
+def pairwise_all_to_all(comm, x: A.Array) -> A.Array:
+    """n-1 steps; at step s rank r sends its block r+s to rank r+s and receives block r from
+    rank r-s (Thakur et al. 2005, 4.6: pairwise exchange)."""
+    n, r = comm.world_size, comm.rank
+    out = A.empty(A.kind_of(x), A.dtype_name(x), tuple(x.shape))
+    src, dst = _blocks(x, n), _blocks(out, n)
+    dst[r][...] = src[r]
+    for step in range(1, n):
+        comm.send(src[(r + step) % n], (r + step) % n)
+        comm.recv((r - step) % n, out=dst[(r - step) % n])
+    return out
+
+
+def dissemination_barrier(comm, token: A.Array) -> None:
+    """ceil(log2 n) rounds; in round k rank r signals rank r+2^k and waits for rank r-2^k.
+    After the last round every rank has (transitively) heard from every other."""
+    n, r, k = comm.world_size, comm.rank, 1
+    while k < n:
+        comm.send(token, (r + k) % n)
+        comm.recv((r - k) % n)
+        k <<= 1
+
+
+def _blocks(x: A.Array, n: int) -> list:
+    """n equal flat views along dim 0 of a contiguous array."""
+    flat = A.flat(x)
+    m = len(flat) // n
+    return [flat[i * m:(i + 1) * m] for i in range(n)]
+
+
+# ---------------------------------------------------------------------------- table
+TABLE: dict[str, dict[str, Callable]] = {
+    "barrier": {"dissemination": dissemination_barrier},
+    "broadcast": {"tree": tree_broadcast, "naive": naive_broadcast},
+    "reduce": {"tree": tree_reduce, "naive": naive_reduce},
+    "all_reduce": {"ring": ring_all_reduce, "tree": tree_all_reduce, "naive": naive_all_reduce},
+    "all_gather": {"ring": ring_all_gather, "tree": tree_all_gather, "naive": naive_all_gather},
+    "reduce_scatter": {"ring": ring_reduce_scatter, "naive": naive_reduce_scatter},
+    "gather": {"naive": naive_gather, "tree": tree_gather},
+    "scatter": {"naive": naive_scatter},
+    "all_to_all": {"pairwise": pairwise_all_to_all},
+}
+CHOICES: dict[str, tuple[str, ...]] = {op: tuple(t) for op, t in TABLE.items()}
+
+
+def get(op: str, algorithm: str) -> Callable:
+    return TABLE[op][algorithm]
+
+
+def default(op: str, nbytes: int, world_size: int) -> str:
+    """The algorithm used when the caller names none: latency-optimal below TREE_MAX_BYTES,
+    bandwidth-optimal above (as MPICH and NCCL switch by size)."""
+    if op == "all_reduce":
+        return "tree" if nbytes < TREE_MAX_BYTES else "ring"
+    return CHOICES[op][0]

@@ -1,0 +1,48 @@
+"""The local backend: parlab's own communicator, on the shared-memory engine of ``engine.py``.
+
+It implements the communicator's three primitives with the engine (``_send``, ``_recv`` and the
+fused ``_forward`` of recv_reduce_send / recv_copy_send); every collective comes from
+``parlab.comm.algorithms``. Sub-groups share the world's engine and rings, and keep their
+messages apart by group context.
+"""
+
+from __future__ import annotations
+
+from . import arrays as A
+from .communicator import Communicator
+from .engine import Engine, copier, reducer
+from .message import Header
+from .shm import Status
+
+
+class LocalCommunicator(Communicator):
+    """The home-made backend: one engine per process, shared by its communicators."""
+
+    backend = "local"
+
+    def __init__(self, rank: int, ranks, ctx: int, status: Status, t0: float, engine: Engine):
+        super().__init__(rank, ranks, ctx, status, t0)
+        self._engine = engine
+
+    def _send(self, x: A.Array, dst: int, header: Header) -> None:
+        self._engine.send(self.ranks[dst], header, A.byte_view(A.on_cpu(x)))
+
+    def _recv(self, src: int, out: A.Array | None, op: str | None) -> tuple[Header, A.Array]:
+        if out is not None:
+            A.on_cpu(out)
+        return self._engine.recv(self.ranks[src], self.ctx, lambda h: self._accept(h, src, out, op),
+                                 copier if op is None else reducer(op))
+
+    def _forward(self, src: int, dst: int, buf: A.Array, op: str | None, header: Header) -> Header:
+        A.on_cpu(buf)
+        h = self._engine.forward(self.ranks[src], self.ctx, lambda h: self._accept(h, src, buf, None),
+                                 self.ranks[dst], header, buf, op)
+        return h if h is not None else super()._forward(src, dst, buf, op, header)
+
+    def _make_group(self, rank: int | None, members: list[int], ctx: int) -> Communicator | None:
+        if rank is None:
+            return None
+        return LocalCommunicator(rank, members, ctx, self._status, self._acct.t0, self._engine)
+
+    def close(self) -> None:
+        self._engine.close()

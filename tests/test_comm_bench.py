@@ -1,0 +1,26 @@
+"""``parlab bench comm`` runs end to end on a tiny configuration and refuses bad options."""
+
+from __future__ import annotations
+
+import pytest
+
+from parlab.cli import main
+
+
+def test_the_comm_benchmark_prints_ratios_bus_bandwidth_and_launch_latency(capsys):
+    assert main(["bench", "comm", "--ranks", "2", "--sizes", "1K", "--ops", "all_reduce",
+                 "--rounds", "1", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "gloo/local" in out and "local busbw (GB/s)" in out
+    assert "memcpy bandwidth of this machine" in out
+    assert "launch latency" in out and "torch" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--ops", "scan"], "unknown op 'scan'; allowed: all_reduce, all_gather, reduce_scatter"),
+    (["--ranks", "1"], "--ranks must be >= 2"),
+    (["--sizes", "0"], "sizes must be positive element counts, got '0'"),
+])
+def test_bad_options_are_one_line_errors(capsys, argv, message):
+    assert main(["bench", "comm", *argv]) == 2
+    assert message in capsys.readouterr().err

@@ -1,0 +1,242 @@
+"""Every way a launch can fail ends quickly, says which rank did what, and leaves nothing behind.
+
+(The suite's conftest also checks, after this module, that no child process and no parlab
+shared-memory segment is left.)
+"""
+
+from __future__ import annotations
+
+import _thread
+import os
+import signal
+import sys
+import threading
+import time
+
+import cloudpickle
+import numpy as np
+import pytest
+from conftest import live_children, parlab_segments
+
+from parlab.comm import CollectiveMismatch, CommTimeout, RankDied, RankError, launch
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+BACKENDS = ["local", "torch"]
+QUICK = {"local": 3.0, "torch": 15.0}  # seconds: a failure is reported within this (torch starts slowly)
+
+
+def raises_on_rank_2(comm):
+    if comm.rank == 2:
+        raise ValueError("bad batch on rank 2")
+    comm.barrier()  # the others wait for it
+
+
+def exits_on_rank_1(comm):
+    if comm.rank == 1:
+        os._exit(3)
+    comm.all_reduce(np.ones(3))
+
+
+def killed_on_rank_1(comm):
+    if comm.rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    comm.all_reduce(np.ones(3))
+
+
+def recv_with_no_sender(comm):
+    if comm.rank == 0:
+        comm.recv(1)
+    comm.barrier()
+
+
+def different_collectives(comm):
+    x = np.ones(4)
+    if comm.rank == 0:
+        comm.all_reduce(x)
+    else:
+        comm.all_gather(x)
+
+
+def different_shapes(comm):
+    comm.all_reduce(np.ones((2, 3)) if comm.rank == 0 else np.ones((3, 2)))
+
+
+def different_dtypes(comm):
+    comm.all_gather(np.ones(4, np.float32 if comm.rank else np.float64))
+
+
+def collective_vs_recv(comm):
+    if comm.rank == 0:
+        comm.recv(1)
+    else:
+        comm.broadcast(np.ones(2), src=1)
+
+
+def sleeps(comm):
+    time.sleep(60)
+
+
+def nothing_left():
+    assert live_children() == []
+
+
+def timed(fn, *args, **kwargs):
+    t = time.perf_counter()
+    try:
+        fn(*args, **kwargs)
+    finally:
+        timed.elapsed = time.perf_counter() - t
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_exception_raises_in_the_caller_with_rank_and_traceback(backend):
+    with pytest.raises(RankError) as err:
+        timed(launch, raises_on_rank_2, 3, backend=backend)
+    assert timed.elapsed < QUICK[backend]
+    e = err.value
+    assert e.rank == 2 and e.exc_type == "ValueError"
+    assert "rank 2 raised ValueError: bad batch on rank 2" in str(e)
+    assert 'raise ValueError("bad batch on rank 2")' in str(e)  # the worker's traceback, its line
+    assert isinstance(e.__cause__, ValueError)
+    nothing_left()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, how", [(exits_on_rank_1, "exited with code 3"),
+                                      (killed_on_rank_1, "was killed by SIGKILL")])
+def test_a_rank_that_dies_is_detected(backend, fn, how):
+    with pytest.raises(RankDied) as err:
+        timed(launch, fn, 3, backend=backend)
+    assert timed.elapsed < QUICK[backend]
+    assert err.value.rank == 1 and how in str(err.value)
+    assert "while running its own code" in str(err.value)
+    nothing_left()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_deadlock_times_out_naming_the_stuck_ranks_and_calls(backend):
+    with pytest.raises(CommTimeout) as err:
+        timed(launch, recv_with_no_sender, 3, backend=backend, timeout=1.5)
+    assert timed.elapsed < QUICK[backend] + 1.5
+    text = str(err.value)
+    assert "rank 0: in send/recv, waiting for a message from rank 1" in text
+    assert "rank 1: in barrier #0" in text and "rank 2: in barrier #0" in text
+    assert err.value.stuck == [0, 1, 2]
+    nothing_left()
+
+
+@pytest.mark.parametrize("backend, error, words", [
+    # local: the broadcast's message reaches the recv, whose signature check refuses it
+    ("local", RankError, r"rank 0 is in point-to-point send/recv but rank 1 is in broadcast #0"),
+    # torch: the native broadcast never meets the recv; the watchdog names both calls
+    ("torch", CommTimeout, r"rank 0: in send/recv, waiting .*\n  rank 1: in broadcast #0 \(native\)"),
+])
+def test_a_collective_against_a_recv_fails_never_hangs(backend, error, words):
+    with pytest.raises(error, match=words):
+        launch(collective_vs_recv, 2, backend=backend, timeout=1.5)
+    nothing_left()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, words", [
+    (different_collectives, r"is in all_(gather|reduce) #0 .* but rank \d is in all_(reduce|gather) #0"),
+    (different_shapes, r"shape \((2, 3|3, 2)\).* but rank \d is in all_reduce #0 \(shape \((3, 2|2, 3)\)"),
+    (different_dtypes, r"float(32|64).* but rank \d is in all_gather #0 \(shape \(4,\), float(64|32)"),
+])
+def test_mismatched_calls_are_an_error_never_a_wrong_answer(backend, fn, words):
+    with pytest.raises(RankError, match=words) as err:
+        timed(launch, fn, 3, backend=backend)
+    assert timed.elapsed < QUICK[backend]
+    assert err.value.exc_type == "CollectiveMismatch"
+    assert isinstance(err.value.__cause__, CollectiveMismatch)
+    nothing_left()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interrupting_the_caller_stops_every_worker(backend):
+    threading.Timer(1.0 if backend == "local" else 6.0, _thread.interrupt_main).start()
+    with pytest.raises(KeyboardInterrupt):
+        timed(launch, sleeps, 4, backend=backend)
+    assert timed.elapsed < 1.0 + QUICK[backend]
+    nothing_left()
+
+
+def exchange(comm, tag):
+    """Each launch reduces its own data; two at once must never see each other's."""
+    x = np.full(200_000, tag + comm.rank, np.float64)  # big enough to go through the rings
+    out = comm.all_reduce(x, algorithm="ring")
+    return float(out[0]), float(out[-1])
+
+
+def test_two_launches_at_once_never_see_each_others_data():
+    results = {}
+
+    def run(tag):
+        results[tag] = launch(exchange, 3, tag)
+
+    threads = [threading.Thread(target=run, args=(tag,)) for tag in (0, 1000)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert results[0] == [(3.0, 3.0)] * 3
+    assert results[1000] == [(3003.0, 3003.0)] * 3
+    nothing_left()
+
+
+def lists_shared_memory(comm):
+    return sorted(p for p in os.listdir("/dev/shm") if p.startswith("parlab"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm here")
+def test_the_shared_arena_has_no_name_to_leak():
+    before = parlab_segments()
+    seen = launch(lists_shared_memory, 2)
+    assert all(set(s) <= before for s in seen)  # nothing named while the launch runs
+    assert parlab_segments() == before
+
+
+def disagree_on_root(comm):
+    return comm.broadcast(np.array([comm.rank]), src=comm.rank)  # each rank thinks it is the root
+
+
+@pytest.mark.parametrize("backend, exc_type", [("local", "UnreceivedMessage"), ("torch", "CollectiveMismatch")])
+def test_ranks_that_disagree_on_the_root_fail_instead_of_each_keeping_its_own_data(backend, exc_type):
+    with pytest.raises(RankError, match=r"broadcast #0 \(shape \(1,\), int64, root \d") as err:
+        launch(disagree_on_root, 3, backend=backend)
+    assert err.value.exc_type == exc_type
+    nothing_left()
+
+
+def send_without_recv(comm):
+    if comm.rank == 0:
+        comm.send(np.ones(3), 1)
+
+
+def recv_from_a_rank_that_returned(comm):
+    if comm.rank == 0:
+        comm.recv(2)
+
+
+def test_a_send_nobody_receives_is_an_error_when_the_receiver_returns():
+    with pytest.raises(RankError, match=r"rank 1 returned from its function, but rank 0 had sent it 1 "
+                                        r"message\(s\) it never received, the first from point-to-point"):
+        launch(send_without_recv, 2)
+
+
+def test_a_recv_from_a_rank_that_returned_fails_at_once():
+    with pytest.raises(RankError, match=r"PeerGone: rank 2 returned from its function .* while rank 0 waited"):
+        timed(launch, recv_from_a_rank_that_returned, 3, timeout=30)
+    assert timed.elapsed < QUICK["local"]
+
+
+def slow_rank(comm):
+    comm.barrier()
+    if comm.rank == 0:
+        time.sleep(2.5)  # the others have returned and wait for rank 0: not a deadlock
+    return comm.rank
+
+
+def test_ranks_that_returned_may_wait_for_a_slow_one_longer_than_the_timeout():
+    # the timeout bounds one communication call; ranks done with their function are not in one
+    assert launch(slow_rank, 3, timeout=1.0) == [0, 1, 2]
