@@ -8,7 +8,8 @@ import cloudpickle
 import numpy as np
 import pytest
 
-from parlab.comm import algorithms, alphabeta, launch
+from parlab.comm import algorithms, launch
+from parlab.costmodel import alphabeta
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

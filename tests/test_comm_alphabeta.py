@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parlab.comm import alphabeta as ab
+from parlab.costmodel import alphabeta as ab
 
 ALPHA, BW = 5e-6, 25e9  # 5 us per message, 25 GB/s
 
@@ -71,7 +71,7 @@ def test_explain_names_every_term():
     (lambda: ab.time("all_reduce", "butterfly", 4, 1, ALPHA, BW), r"no model for all_reduce with algorithm 'butterfly'; allowed: ring, tree, naive"),
     (lambda: ab.time("all_reduce", "ring", 0, 1, ALPHA, BW), r"ranks must be a positive integer, got 0"),
     (lambda: ab.time("all_reduce", "ring", 4, 1, ALPHA, 0), r"bandwidth must be a positive number of bytes/s, got 0"),
-    (lambda: ab.bus_bandwidth("scan", 4, 1, 1), r"no bus-bandwidth factor for 'scan'"),
+    (lambda: ab.bus_bandwidth("scan", 4, 1, 1), r"unknown collective 'scan'; allowed: all_reduce"),
 ])
 def test_bad_input_names_the_rule(call, message):
     with pytest.raises(ValueError, match=message):

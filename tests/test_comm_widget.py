@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from parlab.comm import alphabeta
 from parlab.comm.algorithms import block_bounds, ring_schedule
+from parlab.costmodel import alphabeta
 from parlab.widgets.comm import CommTimeDashboard, comm_times
 
 

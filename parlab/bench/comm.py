@@ -99,7 +99,8 @@ def memcpy_bandwidth(nbytes: int = 64 << 20) -> float:
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from parlab.comm import alphabeta, launch
+    from parlab.comm import launch
+    from parlab.costmodel import alphabeta
     from parlab.tables import table
 
     ranks = [int(r) for r in args.ranks.split(",")]

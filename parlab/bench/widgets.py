@@ -25,6 +25,7 @@ def dashboards():
     The advisor searches every plan on each change; its target is issue #3's "well under a
     second" for a search over 1024 GPUs rather than the 150 ms of a plain dashboard."""
     from parlab.widgets import (
+        CommTimeDashboard,
         ComputeWallDashboard,
         MemoryWallDashboard,
         PlanDashboard,
@@ -36,6 +37,7 @@ def dashboards():
         ("ComputeWallDashboard", ComputeWallDashboard, "n_gpus", (64, 128), TARGET_S),
         ("PlanDashboard", PlanDashboard, "micro_batch", (2, 1), TARGET_S),
         ("SearchDashboard", SearchDashboard, "gpus", (512, 1024), 1.0),
+        ("CommTimeDashboard", CommTimeDashboard, "ranks", (4, 8), TARGET_S),
     ]
 
 

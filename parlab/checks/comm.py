@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from parlab.comm import RankError, alphabeta, launch
+from parlab.comm import RankError, launch
+from parlab.costmodel import alphabeta
 
 # (shape, dtype) of the arrays each world size is checked on: sizes that n does not divide,
 # fewer elements than ranks, several dimensions, integers as well as floats
@@ -19,10 +20,21 @@ def rank_data(rank: int, shape: tuple, dtype: str, seed: int) -> np.ndarray:
     return rng.integers(-100, 100, size=shape).astype(dtype)
 
 
-def run_learner(comm, fn, seed: int) -> list:
+def random_shapes(seed: int, count: int = 3) -> list[tuple[tuple[int, ...], str]]:
+    """``count`` random (shape, dtype) cases: 1 to 3 dimensions, 1 to about 3,000 elements."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for _ in range(count):
+        dims = int(rng.integers(1, 4))
+        shape = tuple(int(d) for d in rng.integers(1, [3000, 60, 15][dims - 1] + 1, size=dims))
+        cases.append((shape, str(rng.choice(["float32", "float64", "int64"]))))
+    return cases
+
+
+def run_learner(comm, fn, seed: int, shapes: list) -> list:
     """On every rank: the learner's function on each test array, with the traffic it caused."""
     out = []
-    for shape, dtype in SHAPES:
+    for shape, dtype in shapes:
         x = rank_data(comm.rank, shape, dtype, seed)
         comm.reset_traffic()
         got = fn(comm, x.copy())
@@ -31,19 +43,21 @@ def run_learner(comm, fn, seed: int) -> list:
 
 
 def check_ring_all_reduce(fn, seed: int = 0) -> None:
-    """Run ``fn(comm, x)`` on 2, 3, 4 and 5 ranks for every array of ``SHAPES``: each rank must
+    """Run ``fn(comm, x)`` on 2, 3, 4 and 5 ranks for every array of ``SHAPES`` and three random
+    shapes per rank count (seeded by ``seed``): each rank must
     return the element-wise sum over ranks (same shape and dtype), using only send/recv, and
     send 2(n-1)/n of the array's bytes (the ring's traffic: each of the 2(n-1) steps sends one
     block of about 1/n of the data). Raises AssertionError naming the first failing case; the
     stub's NotImplementedError passes through."""
     for n in WORLD_SIZES:
+        shapes = SHAPES + random_shapes(seed + n)
         try:
-            per_rank = launch(run_learner, n, fn, seed, timeout=20)
+            per_rank = launch(run_learner, n, fn, seed, shapes, timeout=20)
         except RankError as err:
             if err.exc_type == "NotImplementedError":
                 raise NotImplementedError(f"ring_all_reduce is still a stub (rank {err.rank})") from None
             raise AssertionError(f"your function failed on {n} ranks:\n{err}") from None
-        for i, (shape, dtype) in enumerate(SHAPES):
+        for i, (shape, dtype) in enumerate(shapes):
             want = sum(rank_data(r, shape, dtype, seed) for r in range(n))
             nbytes = want.nbytes
             ideal = 2 * (n - 1) / n * nbytes
@@ -66,5 +80,5 @@ def check_ring_all_reduce(fn, seed: int = 0) -> None:
                     f"{nbytes:,} bytes = {ideal:,.0f} (each rank sends n-1 blocks in the reduce-scatter "
                     f"and n-1 in the all-gather)")
     model = alphabeta.traffic("all_reduce", "ring", 4, 1.0)[0]
-    print(f"ring all-reduce correct on {', '.join(map(str, WORLD_SIZES))} ranks for {len(SHAPES)} "
+    print(f"ring all-reduce correct on {', '.join(map(str, WORLD_SIZES))} ranks for {len(SHAPES) + 3} "
           f"shapes each; every rank sent 2(n-1)/n of the data ({model:.2f}x on 4 ranks), as the ring must.")

@@ -23,7 +23,6 @@ byte it moves (``traffic()``, ``recording()``). The modules, one job each:
     message.py        the header and signature every message carries
     arrays.py         numpy / torch arrays as bytes, and in-place reductions
     shm.py            the anonymous shared arena and the status table the watchdog reads
-    alphabeta.py      the alpha-beta cost of each algorithm (Thakur et al. 2005), bus bandwidth
 
 POSIX only (Linux, macOS). Importing this package never imports torch.
 """

@@ -23,7 +23,7 @@ from . import arrays as A
 # one after the other, so a block is still in cache when it is reduced and forwarded.
 CHUNK_BYTES = 1 << 20
 # Below this many bytes an all-reduce is latency-bound: recursive doubling (log2 n steps) beats
-# the ring (2(n-1) steps); see parlab.comm.alphabeta for the crossover.
+# the ring (2(n-1) steps); see parlab.costmodel.alphabeta for the crossover.
 TREE_MAX_BYTES = 64 << 10
 
 

@@ -10,7 +10,7 @@ same code the local backend runs. Point-to-point messages are a header tensor (i
 Before a native collective every rank all-gathers its call's signature (a few int64) and raises
 ``CollectiveMismatch`` if they differ, so that mismatched calls fail with a clear message
 instead of hanging or reducing unrelated bytes. Traffic of native collectives is *nominal*
-(``parlab.comm.alphabeta.traffic``): torch does not report what gloo or NCCL moved.
+(``parlab.costmodel.alphabeta.traffic``): torch does not report what gloo or NCCL moved.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import datetime
 import os
 import time
 
-from . import alphabeta
+from parlab.costmodel import alphabeta
+
 from . import arrays as A
 from .communicator import Communicator
 from .message import HEADER_LEN, OPS, SIGNATURE_LEN, Header, Signature

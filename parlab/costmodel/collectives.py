@@ -9,8 +9,9 @@ model). A collective is a sequence of such steps; Thakur, Rabenseifner & Gropp 2
     ring reduce-scatter       (n-1) alpha  + (n-1)/n  * S/B     (S = the full input)
     tree all-reduce           2 ceil(log2 n) alpha + 2 S/B      (reduce + broadcast, pipelined)
 
-The factors 2(n-1)/n and (n-1)/n are nccl-tests' "bus bandwidth" factors (NVIDIA nccl-tests,
-doc/PERFORMANCE.md): busbw = S/t x factor, a number comparable to the link speed whatever n is.
+The factors 2(n-1)/n and (n-1)/n are nccl-tests' "bus bandwidth" factors (``alphabeta.bus_factor``).
+``alphabeta`` models each algorithm the local backend runs, step by step; this module is the
+cluster-level view the estimate uses: ring and NCCL-style pipelined trees on a group's link.
 """
 
 from __future__ import annotations
@@ -18,22 +19,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .alphabeta import bus_factor
 from .cluster import Cluster, GroupSpan
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "p2p")
 ALGORITHMS = ("ring", "tree", "auto")
-
-
-def bus_factor(op: str, n: int) -> float:
-    """nccl-tests bus-bandwidth factor: all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n,
-    broadcast and point-to-point 1 (PERFORMANCE.md)."""
-    if op == "all_reduce":
-        return 2 * (n - 1) / n
-    if op in ("all_gather", "reduce_scatter"):
-        return (n - 1) / n
-    if op in ("broadcast", "p2p"):
-        return 1.0
-    raise ValueError(f"unknown collective {op!r}; allowed: {', '.join(OPS)}")
 
 
 def ring_time(op: str, nbytes: float, n: int, bandwidth: float, latency: float) -> float:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from parlab.comm import alphabeta
 from parlab.comm.algorithms import ring_schedule
+from parlab.costmodel import alphabeta
 
 RANK_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 LETTERS = "ABCDEFGH"

@@ -1,7 +1,8 @@
 """ipywidgets dashboards over the engines: knobs in, a table and a figure out (see ``base``)."""
 
 from .base import Dashboard
+from .comm import CommTimeDashboard
 from .plan import PlanDashboard, SearchDashboard
 from .walls import ComputeWallDashboard, MemoryWallDashboard
 
-__all__ = ["ComputeWallDashboard", "Dashboard", "MemoryWallDashboard", "PlanDashboard", "SearchDashboard"]
+__all__ = ["CommTimeDashboard", "ComputeWallDashboard", "Dashboard", "MemoryWallDashboard", "PlanDashboard", "SearchDashboard"]

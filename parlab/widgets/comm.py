@@ -1,6 +1,6 @@
 """Chapter 02's dashboard: message size, ranks, bandwidth, latency, algorithm -> time, and why.
 
-Every number comes from ``parlab.comm.alphabeta`` (Thakur et al. 2005's cost expressions); the
+Every number comes from ``parlab.costmodel.alphabeta`` (Thakur et al. 2005's cost expressions); the
 dashboard only reads the knobs and shows which term dominates and which algorithm wins.
 """
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import ipywidgets as widgets
 
-from parlab.comm import alphabeta
+from parlab.costmodel import alphabeta
 from parlab.tables import human_seconds
 
 from .base import Dashboard, html_table, new_figure

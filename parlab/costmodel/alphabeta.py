@@ -36,9 +36,20 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
     "all_to_all": ("pairwise",),
     "barrier": ("dissemination",),
 }
-BUS_FACTOR = {"all_reduce": lambda p: 2 * (p - 1) / p, "all_gather": lambda p: (p - 1) / p,
-              "reduce_scatter": lambda p: (p - 1) / p, "all_to_all": lambda p: (p - 1) / p,
-              "broadcast": lambda p: 1.0, "reduce": lambda p: 1.0, "p2p": lambda p: 1.0}
+BUS_FACTOR_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "p2p")
+
+
+def bus_factor(op: str, n: int) -> float:
+    """nccl-tests' bus-bandwidth factor for ``op`` on ``n`` ranks (doc/PERFORMANCE.md): all-reduce
+    2(n-1)/n; all-gather, reduce-scatter and all-to-all (n-1)/n; broadcast, reduce and
+    point-to-point 1. busbw = S/t x factor is comparable to the link speed whatever n is."""
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in ("all_gather", "reduce_scatter", "all_to_all"):
+        return (n - 1) / n
+    if op in ("broadcast", "reduce", "p2p"):
+        return 1.0
+    raise ValueError(f"unknown collective {op!r}; allowed: {', '.join(BUS_FACTOR_OPS)}")
 
 
 @dataclass(frozen=True)
@@ -149,9 +160,7 @@ def crossover(op: str, fast_small: str, fast_large: str, ranks: int, alpha: floa
 
 def bus_bandwidth(op: str, ranks: int, nbytes: float, seconds: float) -> float:
     """nccl-tests' bus bandwidth (bytes/s) of one measured operation on ``nbytes`` (full buffer)."""
-    if op not in BUS_FACTOR:
-        raise ValueError(f"no bus-bandwidth factor for {op!r}; allowed: {', '.join(BUS_FACTOR)}")
-    return nbytes / seconds * BUS_FACTOR[op](ranks)
+    return nbytes / seconds * bus_factor(op, ranks)
 
 
 def traffic(op: str, algorithm: str, ranks: int, nbytes: float, rank: int = 0,
