@@ -35,12 +35,21 @@ def human_bytes(n: float, unit: str = "GB") -> str:
     return f"{v:,.1f} {unit}" if v < 100 else f"{v:,.0f} {unit}"
 
 
-def human_count(n: float) -> str:
-    """1.746e11 -> '174.6B'."""
+def human_ibytes(n: float, spec: str = ".3g") -> str:
+    """Bytes in binary units, as message and buffer sizes are usually given: '64 KiB', '1.5 MiB'.
+    ``spec`` formats the number (``"g"`` keeps every digit)."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:{spec}} {unit}"
+    return f"{n:.0f} B"
+
+
+def human_count(n: float, digits: int = 4) -> str:
+    """1.746e11 -> '174.6B' (``digits`` significant digits)."""
     for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if abs(n) >= scale:
-            return f"{n / scale:.4g}{unit}"
-    return f"{n:.4g}"
+            return f"{n / scale:.{digits}g}{unit}"
+    return f"{n:.{digits}g}"
 
 
 def human_seconds(s: float) -> str:

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
     from parlab.comm import launch
     from parlab.costmodel import alphabeta
-    from parlab.tables import table
+    from parlab.tables import human_ibytes, table
 
     ranks = [int(r) for r in args.ranks.split(",")]
     sizes = [_count(s) for s in args.sizes.split(",")]
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
                 loc, glo = best[("local", n, op, elems)], best[("torch", n, op, elems)]
                 nbytes = 4 * (elems - elems % n)
                 busbw = alphabeta.bus_bandwidth(op, n, nbytes, loc)
-                rows.append([n, op, _human(nbytes), f"{loc * 1e3:.2f}", f"{glo * 1e3:.2f}",
+                rows.append([n, op, human_ibytes(nbytes, "g"), f"{loc * 1e3:.2f}", f"{glo * 1e3:.2f}",
                              f"{glo / loc:.2f}x", f"{busbw / 1e9:.2f}"])
     print(table(rows, ["ranks", "op", "size", "local (ms)", "gloo (ms)", "gloo/local",
                        "local busbw (GB/s)"], "rlrrrrr"))
@@ -155,10 +155,3 @@ def run(args: argparse.Namespace) -> int:
               f"gloo (target >= {target:g}x): {verdict}")
         return 0 if ratio >= target else 1
     return 0
-
-
-def _human(nbytes: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:g} {unit}"
-    return f"{nbytes} B"

@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from ._check import fraction
-
-GB = 1e9
+from .hardware import GB
 
 
 @dataclass(frozen=True)

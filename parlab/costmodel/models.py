@@ -6,6 +6,8 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from parlab.tables import human_count
+
 from ._check import positive
 
 
@@ -172,16 +174,9 @@ def gpt_like(n_params: float, seq_len: int = 2048, vocab: int = 51200) -> ModelS
         if best is None or score < best[0]:
             best = (score, h, a, depth)
     _, h, a, depth = best
-    name = f"gpt-{_format_size(n_params)}".lower()
+    name = f"gpt-{human_count(n_params, 3)}".lower()
     return ModelSpec(name, depth, h, a, seq_len, vocab, **_GPT,
                      source="GPT-style shape fitted to the size (parlab.costmodel.models.gpt_like)")
-
-
-def _format_size(n: float) -> str:
-    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.3g}{unit}"
-    return f"{n:.3g}"
 
 
 def get_model(name: str | ModelSpec) -> ModelSpec:

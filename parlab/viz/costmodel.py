@@ -20,19 +20,22 @@ TIME_COLORS = {"compute: matmuls": "#4c72b0", "compute: elementwise": "#64b5cd",
 ZERO_COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52"]
 
 
-def _stacked_bar(ax, terms: dict[str, float], colors: dict[str, str], scale: float) -> float:
+def stacked_bar(ax, terms: dict[str, float], colors: dict[str, str], scale: float,
+                y: float = 0, height: float = 0.5) -> float:
+    """One horizontal bar at ``y`` stacking the positive ``terms`` (divided by ``scale``), each
+    labelled for the legend; returns the bar's length."""
     left = 0.0
     for name, value in terms.items():
         if value > 0:
-            ax.barh(0, value / scale, left=left, color=colors[name], label=name, height=0.5)
+            ax.barh(y, value / scale, left=left, color=colors[name], label=name, height=height)
             left += value / scale
-    ax.set_yticks([])
     return left
 
 
 def plot_memory_breakdown(ax, est: Estimate) -> None:
     """One stacked bar (GB) of the most loaded GPU's memory, with the GPU's capacity as a line."""
-    total = _stacked_bar(ax, est.memory_terms(), MEMORY_COLORS, 1e9)
+    total = stacked_bar(ax, est.memory_terms(), MEMORY_COLORS, 1e9)
+    ax.set_yticks([])
     cap = est.memory_capacity / 1e9
     ax.axvline(cap, color="black", lw=1.2, ls="--")
     ax.text(cap, 0, f" {est.cluster.gpu.name}\n {cap:.0f} GB", fontsize=7, va="center")
@@ -45,7 +48,8 @@ def plot_memory_breakdown(ax, est: Estimate) -> None:
 
 def plot_time_breakdown(ax, est: Estimate) -> None:
     """One stacked bar (seconds) of the step time by term."""
-    total = _stacked_bar(ax, est.time_terms(), TIME_COLORS, 1.0)
+    total = stacked_bar(ax, est.time_terms(), TIME_COLORS, 1.0)
+    ax.set_yticks([])
     ax.set_xlim(0, total * 1.15)
     ax.set_xlabel("time per step (s)")
     ax.set_title(f"step time {total:,.3g} s, MFU {est.mfu:.0%}", fontsize=9)

@@ -7,6 +7,8 @@ import numpy as np
 from parlab.costmodel.hardware import GPUS
 from parlab.costmodel.walls import ComputeWall, MemoryWall, compute_wall
 
+from .costmodel import stacked_bar
+
 COLORS = {"weights": "#4c72b0", "gradients": "#dd8452", "fp32 master weights": "#55a868",
           "optimizer states": "#c44e52", "activations": "#8172b3"}
 
@@ -24,17 +26,13 @@ def plot_memory_wall(ax, wall: MemoryWall) -> None:
     caps = gpu_capacities()
     labels = [f"train {wall.model.name}"] + list(caps)
     y = np.arange(len(labels))[::-1]
-    left = 0.0
-    for name, value in wall.terms().items():
-        if value > 0:
-            ax.barh(y[0], value / 1e9, left=left, color=COLORS[name], label=name, height=0.6)
-            left += value / 1e9
+    left = stacked_bar(ax, wall.terms(), COLORS, 1e9, y=y[0], height=0.6)
     ax.barh(y[1:], [c / 1e9 for c in caps.values()], color="#999999", height=0.6)
     ax.set_yticks(y, labels, fontsize=7)
     ax.set_xlabel("memory (GB = 1e9 bytes)")
     ax.set_title(f"{left:,.0f} GB to train {wall.model.name} on one GPU, against what GPUs hold",
                  fontsize=9)
-    ax.legend(loc="lower right", fontsize=7)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7, frameon=False)
 
 
 def plot_compute_wall(ax, wall: ComputeWall) -> None:

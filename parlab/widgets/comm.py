@@ -11,13 +11,12 @@ from dataclasses import dataclass
 import ipywidgets as widgets
 
 from parlab.costmodel import alphabeta
-from parlab.tables import human_seconds
+from parlab.tables import human_ibytes, human_seconds
 
 from .base import Dashboard, html_table, new_figure
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
-SIZES = [(_label, 2**k) for k, _label in
-         ((k, f"{2**k // 2**(10 * (k // 10))} {['B', 'KiB', 'MiB', 'GiB'][k // 10]}") for k in range(6, 33))]
+SIZES = [(human_ibytes(2**k), 2**k) for k in range(6, 33)]
 RANKS = [2**k for k in range(1, 11)]
 
 
@@ -78,7 +77,7 @@ class CommTimeDashboard(Dashboard):
                  f"({human_seconds(c.latency)} of latency, {human_seconds(c.transfer)} moving bytes). "
                  f"Fastest here: <b>{r.all[0].algorithm}</b>."]
         if r.crossover is not None:
-            lines.append(f"Tree beats ring below {_bytes(r.crossover)} on {r.ranks} ranks: the ring "
+            lines.append(f"Tree beats ring below {human_ibytes(r.crossover)} on {r.ranks} ranks: the ring "
                          f"takes {2 * (r.ranks - 1)} steps but sends each byte only "
                          f"{2 * (r.ranks - 1) / r.ranks:.2f} times; the tree takes log2 steps but "
                          f"sends the whole message in each.")
@@ -90,10 +89,3 @@ class CommTimeDashboard(Dashboard):
         fig = new_figure(6.2, 3.0, left=0.12, bottom=0.16)
         plot_time_vs_size(fig.add_subplot(), r.op, r.ranks, r.alpha, r.bandwidth, r.nbytes, r.chosen.algorithm)
         return fig
-
-
-def _bytes(n: float) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B"

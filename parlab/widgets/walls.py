@@ -45,7 +45,7 @@ class MemoryWallDashboard(Dashboard):
     def figure(self, w: MemoryWall):
         from parlab.viz.walls import plot_memory_wall
 
-        fig = new_figure(7, 2.6, left=0.3, bottom=0.2)
+        fig = new_figure(8, 2.6, left=0.26, right=0.8, bottom=0.2)
         plot_memory_wall(fig.add_subplot(), w)
         return fig
 
