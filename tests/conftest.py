@@ -1,15 +1,30 @@
-"""Suite-wide guards: no test may leave a child process or a parlab shared-memory segment behind."""
+"""Suite-wide guards: no test may leave a process, a memfd, a shared-memory segment or a temp dir behind.
+
+After each test module: no live child process, no parlab shared-memory segment in /dev/shm,
+no parlab memfd open or mapped in this process. After the whole session, also: no process
+started by this session (directly or not: every one carries ``PARLAB_TEST_SESSION`` in its
+environment, a worker's helper or a process re-parented to init included), and no new
+``parlab-*`` or ``torchelastic_*`` entry in the temp dir.
+"""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import secrets
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 SHM = Path("/dev/shm")
 SHM_PREFIX = "parlab"  # every shared-memory segment parlab creates is named parlab*
+TEMP_PREFIXES = ("parlab-", "torchelastic_")  # launch's torch store; torchrun's default log dir
+SESSION_VAR = "PARLAB_TEST_SESSION"
+SESSION = f"{os.getpid()}-{secrets.token_hex(6)}"
+os.environ[SESSION_VAR] = SESSION  # inherited by every process this session starts
+SETTLE_S = 10.0  # seconds a leftover may take to go (a process exiting; another run's launch)
 
 
 def parlab_segments() -> set[str]:
@@ -38,10 +53,111 @@ def live_children() -> list[int]:
     return alive
 
 
+def parlab_memfds() -> list[str]:
+    """parlab memfd arenas this process holds: open descriptors and mappings."""
+    held = []
+    fds = Path("/proc/self/fd")
+    for fd in fds.iterdir() if fds.is_dir() else []:
+        try:
+            link = os.readlink(fd)
+        except OSError:
+            continue
+        if link.startswith("/memfd:parlab"):
+            held.append(f"fd {fd.name}: {link}")
+    maps = Path("/proc/self/maps")
+    if maps.exists():
+        held += [f"mapped: {line}" for line in maps.read_text().splitlines() if "memfd:parlab" in line]
+    return held
+
+
+def session_processes() -> list[str]:
+    """Live processes other than this one that carry this session's mark: 'pid cmdline'."""
+    mark = f"{SESSION_VAR}={SESSION}".encode()
+    found = []
+    for p in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        if not p.name.isdigit() or int(p.name) == os.getpid():
+            continue
+        try:
+            if mark not in (p / "environ").read_bytes().split(b"\0"):
+                continue
+            cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # ended meanwhile; a zombie's environ reads empty
+            continue
+        found.append(f"{p.name} {cmd.strip()[:120]}")
+    return found
+
+
+def temp_entries() -> set[str]:
+    """parlab-* / torchelastic_* entries of the temp dir, less the store of a launch that runs
+    in another (live) process outside this session (parlab-store-<caller pid>-<random>)."""
+    tmp = Path(tempfile.gettempdir())
+    names = {p.name for p in tmp.iterdir() if p.name.startswith(TEMP_PREFIXES)}
+    return {n for n in names if not _someone_elses(tmp / n)}
+
+
+def _ours(pid: str) -> bool:
+    if int(pid) == os.getpid():
+        return True
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"{SESSION_VAR}={SESSION}".encode() in env
+
+
+def _someone_elses(path: Path) -> bool:
+    """In use by another live run on this machine (other people's tests run beside ours): its
+    name carries a live caller's pid (parlab-store-<pid>-...) or only others hold files in it."""
+    pid = path.name.removeprefix("parlab-store-").split("-")[0]
+    if path.name.startswith("parlab-store-") and pid.isdigit() and Path(f"/proc/{pid}").exists():
+        return not _ours(pid)
+    holders = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            fds = list((proc / "fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(fd).startswith(f"{path}/"):
+                    holders.add(proc.name)
+                    break
+            except OSError:
+                continue
+    return bool(holders) and not any(_ours(h) for h in holders)
+
+
+def settled(check, limit: float = SETTLE_S):
+    """check()'s answer once it is empty, or what is still there after ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while (left := check()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+@pytest.fixture(autouse=True, scope="session")
+def nothing_left_by_the_session():
+    """After the whole session: no process it started, no memfd, no new temp directory."""
+    before = temp_entries()
+    yield
+    for p in multiprocessing.active_children():
+        p.join(timeout=0)
+    procs = settled(session_processes)
+    memfds = settled(parlab_memfds, 1.0)
+    temps = settled(lambda: sorted(temp_entries() - before))
+    problems = [f"processes started by this test session are still running: {procs}"] * bool(procs)
+    problems += [f"parlab memfds still held: {memfds}"] * bool(memfds)
+    problems += [f"temp directories left in {tempfile.gettempdir()}: {temps}"] * bool(temps)
+    assert not problems, "; ".join(problems)
+
+
 @pytest.fixture(autouse=True, scope="module")
 def no_leaks():
     """After each test module: no new parlab shared-memory segment, no live child process
-    (kernels started by nbval and the browser test's server are children only while they run)."""
+    (kernels started by nbval and the browser test's server are children only while they run),
+    no parlab memfd held by this process."""
     before = parlab_segments()
     yield
     for p in multiprocessing.active_children():  # reap finished mp children so they don't count
@@ -50,3 +166,28 @@ def no_leaks():
     assert not leaked, f"shared-memory segments left behind: {sorted(leaked)}"
     children = live_children()
     assert not children, f"child processes left behind: {children}"
+    memfds = settled(parlab_memfds, 1.0)
+    assert not memfds, f"parlab memfds left held by the test process: {memfds}"
+
+
+# Warm worlds to share between the tests of a module (parlab.comm.World): module-scoped, so that
+# they are closed before the module's leak guard (no_leaks) looks; one per backend (params).
+# A test that makes a run fail gets a fresh set of ranks on the next run (World replaces them).
+def _world(request, n: int):
+    from parlab.comm import World
+
+    world = World(n, backend=request.param, timeout=60)
+    yield world
+    world.close()
+
+
+@pytest.fixture(scope="module", params=["local", "torch"])
+def world2(request):
+    """A warm 2-rank World, once per backend ('local', 'torch') per module."""
+    yield from _world(request, 2)
+
+
+@pytest.fixture(scope="module", params=["local", "torch"])
+def world4(request):
+    """A warm 4-rank World, once per backend ('local', 'torch') per module."""
+    yield from _world(request, 4)

@@ -42,16 +42,16 @@ def test_naive_all_reduce_loads_the_root():
 
 
 def broadcast_traffic(comm, root):
-    comm.broadcast(np.ones(250, np.float32), src=root, algorithm="tree")
+    comm.broadcast(np.ones(250, np.float32), src=root, algorithm="binomial_tree")
     t = comm.traffic()["broadcast"]
     return t.bytes_sent, t.bytes_recv
 
 
 @pytest.mark.parametrize("root", [0, 2])
-def test_tree_broadcast_traffic_equals_the_model_rank_by_rank(root):
+def test_binomial_tree_broadcast_traffic_equals_the_model_rank_by_rank(root):
     n = 5
     for rank, got in enumerate(launch(broadcast_traffic, n, root)):
-        assert got == alphabeta.traffic("broadcast", "tree", n, 1000, rank, root)
+        assert got == alphabeta.traffic("broadcast", "binomial_tree", n, 1000, rank, root)
 
 
 def native_traffic(comm):

@@ -20,6 +20,9 @@ def test_the_comm_benchmark_prints_ratios_bus_bandwidth_and_launch_latency(capsy
     (["--ops", "scan"], "unknown op 'scan'; allowed: all_reduce, all_gather, reduce_scatter"),
     (["--ranks", "1"], "--ranks must be >= 2"),
     (["--sizes", "0"], "sizes must be positive element counts, got '0'"),
+    (["--sizes", "abc"], "--sizes takes element counts such as 1000, 16K or 1M, got 'abc'"),
+    (["--sizes", "1.5M"], "--sizes takes element counts such as 1000, 16K or 1M, got '1.5M'"),
+    (["--ranks", "two"], "--ranks takes rank counts such as 2,4, got 'two'"),
 ])
 def test_bad_options_are_one_line_errors(capsys, argv, message):
     assert main(["bench", "comm", *argv]) == 2

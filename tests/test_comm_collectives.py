@@ -16,16 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parlab.comm import launch
+from parlab.comm import algorithms, launch
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 SHAPES = [(), (1,), (7,), (3, 5), (2, 3, 4), (0,), (40_003,)]
 BLOCK_SHAPES = [(1,), (3,), (2, 5), (10_001,)]  # per-rank blocks (reduce-scatter, scatter, all-to-all)
-ALGOS = {"all_reduce": ["ring", "tree", "naive", None], "broadcast": ["tree", "naive", None],
-         "reduce": ["tree", "naive", None], "all_gather": ["ring", "tree", "naive", None],
-         "reduce_scatter": ["ring", "naive", None], "gather": ["naive", "tree", None],
-         "scatter": ["naive", None], "all_to_all": ["pairwise", None]}
+# every algorithm the runtime has (the cost model's table), and the default (None)
+ALGOS = {op: [*algorithms.CHOICES[op], None] for op in algorithms.CHOICES if op != "barrier"}
 OPS = ["sum", "max", "min", "prod", "avg"]
 WORLD_SIZES = [1, 2, 3, 4, 5]
 BACKENDS = ["local", "torch"]
@@ -160,7 +158,7 @@ def tensors(comm) -> dict:
         x = torch.arange(6, dtype=dtype).reshape(2, 3) + comm.rank
         out[str(dtype)] = {
             "all_reduce": comm.all_reduce(x, algorithm="ring"),
-            "native_or_tree": comm.all_reduce(x),
+            "default": comm.all_reduce(x),
             "all_gather": comm.all_gather(x),
             "broadcast": comm.broadcast(x, src=comm.world_size - 1),
         }
@@ -181,7 +179,7 @@ def test_torch_tensors_come_back_as_torch_tensors(backend: str):
         total = sum(base + r for r in range(n))
         for got in per_rank:
             got = got[str(dtype)]
-            for name in ("all_reduce", "native_or_tree"):
+            for name in ("all_reduce", "default"):
                 assert isinstance(got[name], torch.Tensor) and got[name].dtype == dtype
                 assert torch.equal(got[name], total), (backend, dtype, name)
             assert torch.equal(got["all_gather"], torch.cat([base + r for r in range(n)]))

@@ -19,10 +19,10 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_script(tmp_path: Path, body: str, *cmd: str, timeout: int = 120) -> str:
+def run_script(tmp_path: Path, body: str, *cmd: str, timeout: int = 120, **env: str) -> str:
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(body))
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **env)
     done = subprocess.run([*(cmd or [sys.executable]), str(script)], capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=timeout)
     assert done.returncode == 0, done.stderr
@@ -107,6 +107,8 @@ def test_torchrun_builds_the_same_communicator_from_its_environment(tmp_path):
     torchrun = Path(sys.executable).parent / "torchrun"
     if not torchrun.exists():
         pytest.skip("torchrun is not installed")
+    tmp = tmp_path / "tmp"  # torchrun's default log dir is a torchelastic_* in the temp dir
+    tmp.mkdir()
     out = run_script(tmp_path, """
         import torch
         from parlab.comm import from_torchrun
@@ -117,8 +119,10 @@ def test_torchrun_builds_the_same_communicator_from_its_environment(tmp_path):
         native = comm.all_reduce(x)
         if comm.rank == 0:
             print(comm.world_size, ring.tolist(), native.tolist(), flush=True)
-    """, str(torchrun), "--standalone", "--nproc_per_node", "2")
+    """, str(torchrun), "--standalone", "--nproc_per_node", "2", "--log-dir",
+                     str(tmp_path / "torchrun-logs"), TMPDIR=str(tmp))
     assert "2 [3.0, 3.0, 3.0, 3.0, 3.0] [3.0, 3.0, 3.0, 3.0, 3.0]" in out
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("torchelastic_")] == []
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -143,7 +143,7 @@ def bad_arguments(comm, what):
 
 @pytest.mark.parametrize("what, message", [
     ("peer", r"dst must be a rank in 0\.\.1, got 2"),
-    ("algorithm", r"unknown algorithm 'butterfly' for all_reduce .* allowed: ring, tree, naive"),
+    ("algorithm", r"unknown algorithm 'butterfly' for all_reduce .* allowed: ring, double_binary_tree, recursive_doubling, naive"),
     ("op", r"unknown reduce op 'mean'; allowed: sum, prod, max, min, avg"),
     ("avg_int", r"op 'avg' needs a floating dtype .* got int32"),
     ("blocks", r"reduce_scatter splits dim 0 into world_size=2 equal blocks; got shape \(5,\)"),
@@ -159,7 +159,7 @@ def big_ring(comm):
 
     x = np.arange(300_000, dtype=np.float64) * (comm.rank + 1)
     y = comm.all_reduce(x, algorithm="ring")
-    z = comm.all_reduce(x, algorithm="tree")  # whole-message exchanges, far larger than the rings
+    z = comm.all_reduce(x, algorithm="recursive_doubling")  # whole messages, far larger than the rings
     return engine.SHARED_POSITIONS, float(y[-1]), float(z[-1])
 
 

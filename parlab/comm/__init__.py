@@ -9,15 +9,23 @@
     launch(work, 4, 1000)                       # backend="local": shared memory, home-made
     launch(work, 4, 1000, backend="torch")      # torch.distributed with gloo
 
+    with World(4) as world:                     # warm ranks: many functions, no restarts
+        world.run(work, 1000)
+        world.run(work, 2000)
+
+    work = comm.all_reduce(x, async_op=True)    # a Work: compute meanwhile, then work.wait()
+
 The communicator (``communicator.py``) offers send/recv (and the fused recv_reduce,
 recv_reduce_send, recv_copy_send), broadcast, reduce, all_reduce, all_gather, reduce_scatter,
 gather, scatter, all_to_all, barrier, sub-groups (``new_group``, ``split``), and counts every
 byte it moves (``traffic()``, ``recording()``). The modules, one job each:
 
     launch.py         start the ranks, watch them, report failures, clean up
+    world.py          World: a warm set of ranks that runs many functions
+    progress.py       async_op=True: the rank's communication thread and its Work handles
     worker.py         one rank's process: build its communicator, run fn, send the result back
     communicator.py   the interface and its semantics, argument checks, signatures, accounting
-    algorithms.py     naive / ring / tree collectives written once against send/recv
+    algorithms.py     ring, trees, recursive doubling, naive: written once against send/recv
     local.py          the local backend's communicator, on engine.py (shared-memory rings)
     torch_backend.py  the same interface over torch.distributed (gloo, NCCL), torchrun helper
     message.py        the header and signature every message carries
@@ -39,8 +47,10 @@ from .errors import (
     UnreceivedMessage,
 )
 from .launch import launch
+from .progress import Work
+from .world import World
 
-__all__ = ["launch", "Communicator", "Traffic", "Event", "CommError", "RankError", "RankDied",
+__all__ = ["launch", "World", "Work", "Communicator", "Traffic", "Event", "CommError", "RankError", "RankDied",
            "CommTimeout", "CollectiveMismatch", "PeerGone", "UnreceivedMessage", "from_torchrun"]
 
 

@@ -10,6 +10,7 @@ import it.
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,19 @@ def is_torch(x: object) -> bool:
         return False
     torch = _torch()
     return torch is not None and isinstance(x, torch.Tensor)
+
+
+def as_array(x: object, name: str = "x") -> Array:
+    """What a communicator call may move: a numpy array or a torch tensor as it is, a numpy
+    scalar (``np.float32(1.5)``, what ``arr.sum()`` returns) as a 0-d array; anything else is a
+    TypeError naming the argument and its type. (A Python number is refused: its dtype would be
+    a guess.)"""
+    if isinstance(x, np.ndarray) or is_torch(x):
+        return x
+    if isinstance(x, np.generic):
+        return np.asarray(x)
+    raise TypeError(f"communicators move numpy arrays or torch tensors, got {type(x).__name__} "
+                    f"for {name} (wrap numbers and lists in np.asarray, with a dtype)")
 
 
 def kind_of(x: object) -> str:
@@ -88,6 +102,7 @@ def describe(x: Array) -> tuple[Array, str, str, tuple[int, ...], int]:
     """(x as a C-contiguous array, kind, dtype, shape, nbytes): all a message needs, checked."""
     if type(x) is np.ndarray and x.flags.c_contiguous and x.ndim <= MAX_NDIM:
         return x, "numpy", _NAMES.get(x.dtype) or dtype_name(x), x.shape, x.nbytes
+    x = as_array(x)
     kind = kind_of(x)
     x = contiguous(x)
     return x, kind, dtype_name(x), check_shape(tuple(x.shape)), nbytes(x)
@@ -154,6 +169,10 @@ def typed(raw: np.ndarray, like: Array) -> Array:
     """Bytes seen as elements of ``like``'s kind and dtype (a view, no copy)."""
     if isinstance(like, np.ndarray):
         return raw.view(like.dtype)
+    if not raw.flags.writeable:  # a received message, only read: torch warns on any read-only
+        with warnings.catch_warnings():  # buffer it wraps, though nothing writes through it
+            warnings.simplefilter("ignore", UserWarning)
+            return _torch().from_numpy(raw).view(like.dtype)
     return _torch().from_numpy(raw).view(like.dtype)
 
 
@@ -173,9 +192,16 @@ def reduce_bytes(acc: Array, offset: int, raw: np.ndarray, op: str) -> None:
     reduce_arrays(dst, typed(raw, dst), op)
 
 
+def reduce_op_name(op: object) -> str:
+    """op itself if it is a string (checked against the dtype later), else TypeError."""
+    if not isinstance(op, str):
+        raise TypeError(f"op must be the name of a reduce op ({', '.join(REDUCE_OPS)}), got {op!r}")
+    return op
+
+
 def check_reduce_op(op: str, dtype: str) -> str:
-    """The op if it may reduce this dtype, else ValueError naming the rule."""
-    if op not in REDUCE_OPS:
+    """The op if it may reduce this dtype, else ValueError (TypeError: not a name) naming the rule."""
+    if reduce_op_name(op) not in REDUCE_OPS:
         raise ValueError(f"unknown reduce op {op!r}; allowed: {', '.join(REDUCE_OPS)}")
     if op == "avg" and not (dtype.startswith(("float", "complex")) or dtype == "bfloat16"):
         raise ValueError(f"op 'avg' needs a floating dtype (the mean of integers is not an "

@@ -43,7 +43,7 @@ SPIN_S = float(os.environ.get("PARLAB_SPIN", 100e-6))  # spin (with sched_yield)
 MIN_PIECE = 64 << 10  # do not dribble a big message into a nearly full ring
 _FRAME = struct.Struct("<BI")  # kind, payload length
 _POS = struct.Struct("<Q")
-H, D, C = 1, 2, 3
+H, D, C, E = 1, 2, 3, 4  # E: "my function has returned; nothing more this run" (a warm World)
 # x86-64 keeps a load ahead of a later store (TSO), so a receiver can publish its read position
 # in shared memory, after reading, without a barrier; the sender reads it when it needs room.
 # Elsewhere (arm64) positions also travel as C frames, whose system calls order memory.
@@ -90,6 +90,7 @@ class _Link:
         self.wbuf = bytearray()
         self.rbuf = bytearray()
         self.closed = self.want_write = False
+        self.peer_done = False  # the peer sent E: it has returned from this run's function
 
     def frame(self, kind: int, payload: bytes) -> None:
         self.wbuf += _FRAME.pack(kind, len(payload))
@@ -101,6 +102,13 @@ class Engine:
 
     def __init__(self, rank: int, arena: Arena, socks: dict[int, socket.socket], status: Status):
         self.rank, self.status = rank, status
+        self.n = arena.world_size
+        # shm_direct's shared windows: where stores are seen in order (x86), and the arena has them
+        self.direct = None
+        if SHARED_POSITIONS and arena.capacity:
+            from .direct import Direct
+
+            self.direct = Direct(rank, arena, status, self.push_pending)
         self.links: dict[int, _Link] = {}
         self.private_copies = 0  # sends that did not fit in their ring at once
         self.poller = select.poll()
@@ -130,6 +138,15 @@ class Engine:
             if not out.private:
                 out.data, out.done, out.private = out.data[out.done:].copy(), 0, True
                 self.private_copies += 1
+
+    def push_pending(self) -> None:
+        """Move what earlier sends left in private memory on into the rings, without waiting
+        (a rank busy elsewhere, as in shm_direct, must still deliver its eager sends)."""
+        for link in self.links.values():
+            if link.outbox and not link.closed and self._push(link):
+                self._flush(link)
+            elif link.wbuf:
+                self._flush(link)
 
     def _push(self, link: _Link) -> bool:
         """Copy as much of the outbox into the ring as fits; announce it with one D frame."""
@@ -182,7 +199,7 @@ class Engine:
         each piece, ``sink(offset, bytes)``, as it arrives."""
         link = self.links[peer]
         while (msg := self._first(link, ctx)) is None:
-            if link.closed:
+            if link.closed or link.peer_done:
                 raise PeerGone(f"rank {peer} returned from its function (or ended) while rank "
                                f"{self.rank} waited for a message from it: a recv with no matching send")
             self.wait()
@@ -321,12 +338,47 @@ class Engine:
                 link.rx_end = _POS.unpack_from(buf, body)[0]
             elif kind == C:
                 link.tx_acked = _POS.unpack_from(buf, body)[0]
+            elif kind == E:
+                link.peer_done = True
             else:
                 header = Header.decode(_HEADER.unpack_from(buf, body))
                 inline = bytes(buf[body + _HEADER_BYTES + 1:body + size]) if buf[body + _HEADER_BYTES] else None
                 link.incoming.append(_Incoming(header, inline))
             pos = body + size
         del buf[:pos]
+
+    def end_run(self) -> None:
+        """The end of one function's run on a warm ``World``: like ``close``, but the links stay
+        open for the next run. Push every pending send, tell each peer (an E frame, after every
+        frame of this run) that there is no more, then wait for the same from every peer; a
+        message that arrived and was never received is an error (``UnreceivedMessage``)."""
+        while any(link.outbox or link.wbuf for link in self.links.values() if not link.closed):
+            self.wait()
+        self.status.set(EXITING)
+        for link in self.links.values():
+            link.frame(E, b"")
+            self._flush(link)
+        while True:
+            self._unreceived()
+            if all(link.peer_done or link.closed for link in self.links.values()):
+                break
+            self.wait()
+        while any(link.wbuf for link in self.links.values() if not link.closed):
+            self.wait()
+        for link in self.links.values():
+            if link.closed:
+                raise PeerGone(f"rank {link.peer} ended during the run (rank {self.rank}'s link to it closed)")
+            link.peer_done = False
+
+    def _unreceived(self) -> None:
+        for link in self.links.values():
+            if link.incoming:
+                m = link.incoming[0]
+                raise UnreceivedMessage(
+                    f"rank {self.rank} returned from its function, but rank {link.peer} had sent it "
+                    f"{len(link.incoming)} message(s) it never received, the first from "
+                    f"{Signature.decode(m.header.sig).describe()}: every send needs a matching "
+                    f"recv, and every rank must call the same collectives")
 
     def close(self) -> None:
         """The rank's function has returned: push every pending send into the rings, tell each
@@ -343,14 +395,7 @@ class Engine:
                 except OSError:
                     pass
         while True:
-            for link in self.links.values():
-                if link.incoming:
-                    m = link.incoming[0]
-                    raise UnreceivedMessage(
-                        f"rank {self.rank} returned from its function, but rank {link.peer} had sent it "
-                        f"{len(link.incoming)} message(s) it never received, the first from "
-                        f"{Signature.decode(m.header.sig).describe()}: every send needs a matching "
-                        f"recv, and every rank must call the same collectives")
+            self._unreceived()
             if all(link.closed for link in self.links.values()):
                 break
             self.wait()

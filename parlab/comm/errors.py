@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
+# what gloo (and the OS) say when the other end of a connection has gone
+_CONNECTION_LOST = re.compile(r"Connection (reset|closed|refused)|Broken pipe|Socket closed|"
+                              r"ECONNRESET|EPIPE", re.IGNORECASE)
+
+
+def connection_lost(text: str) -> bool:
+    """Whether an error's text says a connection to another rank broke (its process ended)."""
+    return bool(_CONNECTION_LOST.search(text))
+
 
 class CommError(RuntimeError):
     """Base class of the errors a launch raises in the caller."""
@@ -48,4 +59,16 @@ class UnreceivedMessage(RuntimeError):
 
 
 class PeerGone(ConnectionError):
-    """Raised on a rank whose peer closed its connection (the peer ended or died)."""
+    """Raised on a rank whose peer closed its connection (the peer ended or died), or returned
+    from its function while this rank waited for it. ``peer``: that rank in the launch, when
+    known (the launcher uses it to blame the peer's own failure, if it had one)."""
+
+    def __init__(self, message: str = "", peer: int | None = None):
+        super().__init__(message)
+        self.peer = peer
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else ""
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.peer))

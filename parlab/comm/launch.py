@@ -13,36 +13,62 @@ Failures end the launch within a fraction of a second, and nothing is left behin
 - a rank dies (killed, ``os._exit``): ``RankDied`` with its exit code and what it was doing;
 - no progress for ``timeout`` seconds in a communication call (a recv nobody sends to,
   mismatched collectives): ``CommTimeout`` listing every rank and the call it is stuck in;
-- mismatched calls that the ranks can see at once raise there: ``CollectiveMismatch`` (message
-  signatures differ), ``PeerGone`` (a recv from a rank that has returned), and on the local
-  backend ``UnreceivedMessage`` (a rank returns with a message it never received);
+- mismatched calls that the ranks can see at once raise there, on both backends:
+  ``CollectiveMismatch`` (message signatures differ), ``PeerGone`` (a recv from a rank that has
+  returned) and ``UnreceivedMessage`` (a rank returns with a message it never received);
+- one failure causes others (a rank killed mid-collective breaks its peers' connections):
+  the death, or the first genuine error, is raised, never the lost connections it caused;
+- a result that cannot be unpickled in the caller: ``RankError`` naming the rank;
 - the caller is interrupted (Ctrl-C, a notebook's stop button): the workers are killed and
   the KeyboardInterrupt goes on.
 Workers are killed with SIGKILL and reaped; the arena has no name, so the kernel frees it.
+
+Nothing is left behind, whatever happens (a kernel survives all of these):
+- Ctrl-C, once or twice, at any moment: SIGINT is taken only while the launch waits for
+  results; while it starts processes or cleans up it is noted and delivered afterwards
+  (``interrupts.py``), so no child is lost between ``Popen`` and the list that records it;
+- a process a rank started: each worker leads its own process group and is a subreaper; the
+  group and the tree are killed (``reaper.py``), and the workers' pipes are read until the
+  worker itself has ended, never until every holder of the pipe has;
+- an exception kept alive (a notebook keeps the last one): its traceback's frames inside the
+  launch are cleared and the arena's mapping is closed, so it holds none of the arena;
+- the caller SIGKILLed: the workers see their lifeline break, remove the launch's store
+  directory (torch backend) and exit; the arena and sockets die with the last holder.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
+import secrets
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
-from . import shm
-from .errors import CommTimeout, RankDied, RankError
+import numpy as np
+
+from . import reaper, shm
+from .errors import CommTimeout, RankDied, RankError, connection_lost
+from .interrupts import DeferredInterrupts
 from .message import ALGORITHMS, OPS
 from .wire import recv_obj, send_obj
 
 BACKENDS = ("local", "torch")
 DEFAULT_CAPACITY = 4 << 20  # bytes of ring per ordered pair of ranks (local backend): 4 pieces of CHUNK_BYTES
 STARTUP_LIMIT = 120.0  # seconds a rank may take to start (imports, torch rendezvous)
+MAX_TIMEOUT = 7 * 86400.0  # seconds; torch turns the timeout into a timedelta (inf overflows)
+MAX_CAPACITY = 1 << 30  # bytes per ring
+LOST_GRACE = 2.0  # seconds a rank's lost connection waits for the death or error that explains it
+LOST_SETTLE = 0.1  # seconds after which a lost connection with no rank ended is the error itself
 
 
 def launch(fn, world_size: int, *args: Any, backend: str = "local", timeout: float = 60.0,
@@ -50,31 +76,67 @@ def launch(fn, world_size: int, *args: Any, backend: str = "local", timeout: flo
     """Run ``fn(comm, *args)`` on ``world_size`` new processes and return the list of results.
 
     ``backend``: 'local' (shared memory, home-made) or 'torch' (torch.distributed, gloo).
-    ``timeout``: seconds a rank may wait in one communication call without progress.
-    ``capacity``: bytes of each shared-memory ring (local backend).
+    ``timeout``: seconds a rank may wait in one communication call without progress (finite,
+    at most MAX_TIMEOUT). ``capacity``: bytes of each shared-memory ring (local backend; a
+    multiple of 64 from 64 KiB to MAX_CAPACITY). Wrong arguments raise here, before any
+    process starts: TypeError for a wrong type, ValueError for a value out of range.
     ``stream``: print the workers' output as it comes; by default each rank's output is printed
     after the launch, rank by rank, so that a notebook's output is reproducible.
     """
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or not 1 <= world_size <= 256:
-        raise ValueError(f"world_size must be an integer in 1..256, got {world_size!r}")
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")
-    if not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    if capacity < (1 << 16) or capacity % 64:
-        raise ValueError(f"capacity must be a multiple of 64 bytes and at least 64 KiB, got {capacity!r}")
+    world_size, timeout, capacity = _checked(fn, world_size, backend, timeout, capacity, stream)
     import cloudpickle
 
     try:
         payload = cloudpickle.dumps((fn, args))
     except Exception as err:
         raise TypeError(f"launch could not serialise the function or its arguments: {err}") from err
-    run = _Launch(world_size, backend, timeout, capacity if backend == "local" else 0, stream)
-    run.sources = _code_index((fn, *args))
+    interrupts = DeferredInterrupts()  # from here a Ctrl-C is taken only while waiting
+    run = None
     try:
-        return run.run(payload)
+        run = _Launch(world_size, backend, timeout, capacity if backend == "local" else 0, stream)
+        run.sources = _code_index((fn, *args))
+        run.start(payload)
+        with interrupts.allowed():
+            return run.run()
+    except BaseException as err:
+        # a kept exception (a notebook's last one) must not keep the arena mapped through the
+        # locals of the launch's frames (issue 8 item 5): what its message needs is copied
+        traceback.clear_frames(err.__traceback__)
+        raise
     finally:
-        run.cleanup()
+        try:
+            if run is not None:
+                run.cleanup()
+        finally:
+            interrupts.restore()
+
+
+def _checked(fn, world_size, backend, timeout, capacity, stream) -> tuple[int, float, int]:
+    """launch's arguments, checked before anything starts: (world_size, timeout, capacity)."""
+    if not callable(fn):
+        raise TypeError(f"fn must be a function fn(comm, *args), got {type(fn).__name__}")
+    if isinstance(world_size, bool) or not isinstance(world_size, (int, np.integer)):
+        raise TypeError(f"world_size must be an integer in 1..256, got {world_size!r} "
+                        f"({type(world_size).__name__})")
+    if not 1 <= world_size <= 256:
+        raise ValueError(f"world_size must be an integer in 1..256, got {world_size!r}")
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float, np.integer, np.floating)):
+        raise TypeError(f"timeout must be a number of seconds, got {timeout!r} "
+                        f"({type(timeout).__name__})")
+    if not (timeout > 0 and math.isfinite(timeout)) or timeout > MAX_TIMEOUT:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r} "
+                         f"(finite, at most {MAX_TIMEOUT:g} s)")
+    if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)):
+        raise TypeError(f"capacity must be an integer number of bytes, got {capacity!r} "
+                        f"({type(capacity).__name__})")
+    if capacity < (1 << 16) or capacity % 64 or capacity > MAX_CAPACITY:
+        raise ValueError(f"capacity must be a multiple of 64 bytes and at least 64 KiB, got {capacity!r} "
+                         f"(at most {MAX_CAPACITY >> 20} MiB)")
+    if not isinstance(stream, bool):
+        raise TypeError(f"stream must be True or False, got {stream!r}")
+    return int(world_size), float(timeout), int(capacity)
 
 
 class _Launch:
@@ -86,47 +148,58 @@ class _Launch:
         self.socks: list[socket.socket] = []
         self.out: list[list[bytes]] = [[] for _ in range(n)]
         self.err: list[list[bytes]] = [[] for _ in range(n)]
-        self.sel = selectors.DefaultSelector()
-        self.tmp: tempfile.TemporaryDirectory | None = None
+        self.sel: selectors.BaseSelector | None = None
+        self.store_dir = ""  # torch backend: the FileStore's directory, made after the workers
+        self.store_made = False
         self.arena: shm.Arena | None = None
         self.sources: dict[str, list[tuple[str, int, int]]] = {}
         self.partial: dict[tuple[str, int], bytes] = {}  # stream mode: the unfinished line of each pipe
+        self.warm = False  # a World's ranks: serve one function per "run" message (worker._serve)
 
     # ------------------------------------------------------------------ start
     def start(self, payload: bytes) -> None:
+        """Make the arena, the sockets and the processes. Every resource is recorded on self in
+        the statement that makes it (cleanup() frees what is recorded; SIGINT is held back)."""
         n, t0 = self.n, time.monotonic()
-        arena_fd = shm.create_fd(shm.arena_size(n, self.capacity))
-        self.fds.append(arena_fd)
+        self.sel = selectors.DefaultSelector()
+        self.fds.append(shm.create_fd(shm.arena_size(n, self.capacity)))
+        arena_fd = self.fds[-1]
         self.arena = shm.Arena(arena_fd, n, self.capacity)
         self.arena.status[:, shm.T_ENTER] = self.arena.status[:, shm.T_PROGRESS] = t0
-        life_r, life_w = os.pipe()
-        self.fds += [life_r, life_w]
+        self.fds += os.pipe()
+        life_r = self.fds[-2]
         peer_fds: list[dict[int, int]] = [{} for _ in range(n)]
         if self.backend == "local":
             for i in range(n):
                 for j in range(i + 1, n):
-                    a, b = socket.socketpair()
-                    self.socks += [a, b]
-                    peer_fds[i][j], peer_fds[j][i] = a.fileno(), b.fileno()
-        else:
-            self.tmp = tempfile.TemporaryDirectory(prefix="parlab-store-")
+                    self.socks += socket.socketpair()
+                    peer_fds[i][j], peer_fds[j][i] = self.socks[-2].fileno(), self.socks[-1].fileno()
+        else:  # made once the workers run: whoever of them outlives the caller removes it
+            self.store_dir = os.path.join(tempfile.gettempdir(),
+                                          f"parlab-store-{os.getpid()}-{secrets.token_hex(8)}")
         env = _worker_env(n, self.backend)
         for rank in range(n):
             parent, child = socket.socketpair()
             self.ctrl.append(parent)
             self.socks.append(child)
             fds = [child.fileno(), life_r, arena_fd, *peer_fds[rank].values()]
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "parlab.comm.worker", str(child.fileno())],
+            self.procs.append(subprocess.Popen(
+                [sys.executable, "-m", "parlab.comm.worker", str(child.fileno()), str(life_r),
+                 self.store_dir or "-"],
                 pass_fds=fds, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=env, start_new_session=True)
-            self.procs.append(proc)
-            child.close()
+                stderr=subprocess.PIPE, env=env, start_new_session=True))
+        for s in self.socks:  # the workers hold their ends now
+            s.close()
+        self.socks = []
+        if self.store_dir:
+            os.mkdir(self.store_dir, 0o700)
+            self.store_made = True
+        for rank, (parent, proc) in enumerate(zip(self.ctrl, self.procs, strict=True)):
             job = {"rank": rank, "world_size": n, "backend": self.backend, "t0": t0,
                    "timeout": self.timeout, "capacity": self.capacity, "arena_fd": arena_fd,
-                   "lifeline": life_r, "peer_fds": peer_fds[rank], "sys_path": list(sys.path),
-                   "store": os.path.join(self.tmp.name, "store") if self.tmp else "",
-                   "payload": payload}
+                   "peer_fds": peer_fds[rank], "sys_path": list(sys.path),
+                   "store": os.path.join(self.store_dir, "store") if self.store_dir else "",
+                   "payload": payload, "warm": self.warm}
             try:
                 send_obj(parent, job)
             except OSError:
@@ -134,16 +207,16 @@ class _Launch:
             self.sel.register(parent, selectors.EVENT_READ, ("ctrl", rank))
             self.sel.register(proc.stdout, selectors.EVENT_READ, ("out", rank))
             self.sel.register(proc.stderr, selectors.EVENT_READ, ("err", rank))
-        for s in self.socks:  # the workers hold their ends now
-            s.close()
-        self.socks = []
         os.close(life_r)
         self.fds.remove(life_r)
 
     # ------------------------------------------------------------------ wait
-    def run(self, payload: bytes) -> list:
-        self.start(payload)
+    def run(self) -> list:
+        """Collect every rank's result. A worker stays alive after it reports (until cleanup),
+        so its control socket is watched to the end: its EOF is a death, even after a result."""
         results: dict[int, Any] = {}
+        failures: dict[int, Exception] = {}  # rank -> RankError / RankDied, in arrival order
+        lost_since: list[float] = []  # when the first failure another one may explain came
         while len(results) < self.n:
             for key, _ in self.sel.select(timeout=0.1):
                 kind, rank = key.data
@@ -151,14 +224,79 @@ class _Launch:
                     self._pipe(key.fileobj, kind, rank)
                     continue
                 reply = recv_obj(key.fileobj)
-                self.sel.unregister(key.fileobj)
+                if reply is None or reply[0] == "error" or rank in failures:
+                    self.sel.unregister(key.fileobj)
                 if reply is None:
-                    raise self._died(rank)
-                if reply[0] == "error":
-                    raise self._error(rank, *reply[1:])
-                results[rank] = pickle.loads(reply[1])
+                    failures.setdefault(rank, self._died(rank, after_result=rank in results))
+                elif reply[0] == "error":
+                    failures[rank] = self._error(rank, *reply[1:])
+                else:
+                    try:
+                        results[rank] = pickle.loads(reply[1])
+                    except Exception as err:  # noqa: BLE001 - pickled on the rank, not loadable here
+                        self.sel.unregister(key.fileobj)
+                        failures[rank] = self._unloadable(rank, err)
+            if failures and (verdict := self._verdict(results, failures, lost_since)) is not None:
+                raise verdict
             self._watchdog(results)
         return [results[r] for r in range(self.n)]
+
+    def _verdict(self, results: dict, failures: dict, lost_since: list[float]) -> Exception | None:
+        """The error to raise for the failures seen so far, or None to keep collecting.
+
+        One failure causes others: a rank killed mid-collective makes its peers' gloo calls fail
+        with "Connection reset by peer" (PeerGone on the local backend), and these may reach the
+        launcher first. So: a death wins; then the first genuine error; a lost connection alone
+        waits (up to LOST_GRACE s, or until every rank is accounted for) for the death or error
+        that explains it, unless its peer is known to have returned normally (then it *is* the
+        error: a recv from a rank that returned)."""
+        died = [e for e in failures.values() if isinstance(e, RankDied)]
+        raised = [e for e in failures.values() if not isinstance(e, RankDied)]
+        if any(e.rank not in results for e in died):
+            return next(e for e in died if e.rank not in results)
+        genuine = [e for e in raised if not _lost_connection(e)]
+        if genuine:
+            return genuine[0]
+        if not raised:  # only ranks that died after returning their result: not (yet) a failure
+            return None
+        if died:  # a rank that returned, then died, broke the others' connections
+            return died[0]
+        for e in raised:
+            peer = getattr(e.__cause__, "peer", None)
+            if peer is not None and 0 <= peer < self.n and peer not in failures and (
+                    peer in results or int(self.arena.status[peer, shm.STATE]) in (shm.FINISHING, shm.EXITING)):
+                return e
+        if not lost_since:
+            lost_since.append(time.monotonic())
+        waited = time.monotonic() - lost_since[0]
+        if waited > LOST_GRACE or len(results) + len(failures) >= self.n:
+            return raised[0]
+        # a dying rank has closed its control socket before its connections to the others broke,
+        # so its death is seen at once; none a moment later: the peer returned (local backend)
+        if waited > LOST_SETTLE and not any(self._ended(r) for r in range(self.n) if r not in failures):
+            return raised[0]
+        return None
+
+    def _ended(self, rank: int) -> bool:
+        """Whether the worker's process has ended, without reaping it (cleanup does)."""
+        proc = self.procs[rank]
+        if proc.returncode is not None:
+            return True
+        if not hasattr(os, "waitid"):  # pragma: no cover - then LOST_GRACE decides
+            return True
+        try:
+            return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
+
+    def _unloadable(self, rank: int, err: Exception) -> RankError:
+        """A result that pickled on the rank but cannot be unpickled here (issue 8 item 9)."""
+        e = RankError(f"rank {rank} returned a result that the caller cannot unpickle: "
+                      f"{type(err).__name__}: {err} (its class or function must be importable in "
+                      "the caller, or defined in the notebook or script that launches; return "
+                      "arrays, numbers, plain objects)", rank, type(err).__name__, "")
+        e.__cause__ = err
+        return e
 
     def _pipe(self, pipe, kind: str, rank: int) -> None:
         data = os.read(pipe.fileno(), 1 << 16)
@@ -224,7 +362,7 @@ class _Launch:
                 pass
         return err
 
-    def _died(self, rank: int) -> RankDied:
+    def _died(self, rank: int, after_result: bool = False) -> RankDied:
         proc = self.procs[rank]
         now = time.monotonic()
         try:
@@ -237,23 +375,24 @@ class _Launch:
             how = f"exited with code {code} without returning a result (os._exit or a crash)"
         stderr = b"".join(self.err[rank]).decode(errors="replace").strip()
         tail = "\n".join(stderr.splitlines()[-15:])
-        doing = self._doing(rank, now, alive=code is None)
+        doing = "waiting for the others, after returning its result" if after_result else \
+            self._doing(rank, now, alive=code is None)
         return RankDied(f"rank {rank} {how} while {doing}" + (f"\n\nits stderr ends with:\n{tail}" if tail else ""),
                         rank, code)
 
     # ------------------------------------------------------------------ cleanup
     def cleanup(self) -> None:
-        """Kill and reap every worker, close every descriptor, print the workers' output."""
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
+        """Kill every worker with its process group and descendants, reap it, close every
+        descriptor, print the workers' output. Runs with SIGINT held back (interrupts.py)."""
+        for p in self.procs:  # a group outlives its leader while a member (a helper) lives
+            reaper.kill_tree(p.pid) if p.returncode is None else reaper.kill_group(p.pid)
         for p in self.procs:
             p.wait()
-        for key in list(self.sel.get_map().values()):
-            if key.data[0] != "ctrl":
-                while data := os.read(key.fileobj.fileno(), 1 << 16):
-                    self._take(*key.data, data)
-        self.sel.close()
+        if self.sel is not None:
+            for key in list(self.sel.get_map().values()):
+                if key.data[0] != "ctrl":  # the worker has ended: take what its pipe holds, and
+                    self._drain(key.fileobj, *key.data)  # never wait for a helper holding it too
+            self.sel.close()
         for p in self.procs:
             p.stdout.close()
             p.stderr.close()
@@ -263,8 +402,9 @@ class _Launch:
             self.arena.close()
         for fd in self.fds:
             os.close(fd)
-        if self.tmp is not None:
-            self.tmp.cleanup()
+        self.fds = []
+        if self.store_made:
+            shutil.rmtree(self.store_dir, ignore_errors=True)
         if self.stream:
             for (kind, rank), rest in self.partial.items():
                 _relay(rank, rest, sys.stdout if kind == "out" else sys.stderr)
@@ -272,6 +412,21 @@ class _Launch:
             for rank in range(self.n):
                 _relay(rank, b"".join(self.out[rank]), sys.stdout)
                 _relay(rank, b"".join(self.err[rank]), sys.stderr)
+
+
+    def _drain(self, pipe, kind: str, rank: int) -> None:
+        os.set_blocking(pipe.fileno(), False)
+        try:
+            while data := os.read(pipe.fileno(), 1 << 16):
+                self._take(kind, rank, data)
+        except BlockingIOError:  # empty, but a helper of the rank still holds it open
+            pass
+
+
+def _lost_connection(err: Exception) -> bool:
+    """A rank's error that another rank's end may have caused: PeerGone, or gloo's raw
+    "Connection reset/closed by peer"."""
+    return getattr(err, "exc_type", "") == "PeerGone" or connection_lost(str(err).split("\n\n")[0])
 
 
 def _relay(rank: int, data: bytes, stream) -> None:

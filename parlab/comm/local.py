@@ -8,11 +8,17 @@ messages apart by group context.
 
 from __future__ import annotations
 
+import time
+
 from . import arrays as A
 from .communicator import Communicator
 from .engine import Engine, copier, reducer
 from .message import Header
 from .shm import Status
+
+# From this size up the default all-reduce of the world (3 ranks or more) is shm_direct: 2
+# barriers per window-sized chunk beat the ring's 2(p-1) steps once the copies dominate.
+DIRECT_MIN_BYTES = 1 << 20
 
 
 class LocalCommunicator(Communicator):
@@ -44,5 +50,22 @@ class LocalCommunicator(Communicator):
             return None
         return LocalCommunicator(rank, members, ctx, self._status, self._acct.t0, self._engine)
 
+    def _direct(self):
+        """The shared windows of the world, for shm_direct (None: send messages instead)."""
+        return self._engine.direct if self.ctx == 0 and self.world_size == self._engine.n else None
+
+    def _algorithm(self, op: str, algorithm: str | None, nbytes: int) -> str:
+        """The default large all-reduce of the world communicator reads the peers' windows."""
+        if (algorithm is None and op == "all_reduce" and nbytes >= DIRECT_MIN_BYTES
+                and self.world_size > 2 and self._direct() is not None):
+            return "shm_direct"
+        return super()._algorithm(op, algorithm, nbytes)
+
     def close(self) -> None:
         self._engine.close()
+
+    def fresh(self) -> LocalCommunicator:
+        return LocalCommunicator(self.rank, self.ranks, 0, self._status, time.monotonic(), self._engine)
+
+    def end_run(self) -> None:
+        self._engine.end_run()

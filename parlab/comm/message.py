@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
 
+from parlab.costmodel.alphabeta import ALGORITHMS as _BY_OP
+
 from .arrays import DTYPES, KINDS, MAX_NDIM, REDUCE_OPS
 from .errors import CollectiveMismatch
 
 OPS = ("p2p", "barrier", "broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter",
        "gather", "scatter", "all_to_all", "new_group")
-ALGORITHMS = ("", "native", "naive", "ring", "tree", "pairwise", "dissemination")
+# every algorithm name, numbered for the wire and the status table ("": point-to-point)
+ALGORITHMS = ("", "native", *dict.fromkeys(a for names in _BY_OP.values() for a in names))
 _MAGIC = 0x706C62  # "plb"
 SIGNATURE_LEN = 7 + MAX_NDIM
 HEADER_LEN = 6 + MAX_NDIM + SIGNATURE_LEN

@@ -10,7 +10,10 @@ see each other's data: each has its own anonymous file.
 Layout: a status table of ``STATUS_FIELDS`` float64 per rank (what each rank is doing, read by
 the launcher's watchdog), one cache line per ordered pair (src, dst) where the receiver
 publishes how far it has read that pair's ring, both padded to a page; then ``n * (n - 1)``
-rings of ``capacity`` bytes, one per ordered pair.
+rings of ``capacity`` bytes, one per ordered pair; then (local backend) two *windows* of
+``capacity`` bytes per rank, which every rank may read: the ``shm_direct`` all-reduce stages its
+chunks there (``parlab.comm.direct``). Rank r's barrier counter for it is slot BARRIER of the
+unused diagonal line (r, r).
 """
 
 from __future__ import annotations
@@ -39,8 +42,11 @@ def _header_size(world_size: int) -> int:
     return -(-(world_size * STATUS_FIELDS * 8 + world_size * world_size * LINE) // PAGE) * PAGE
 
 
+BARRIER = 4  # slot of line (r, r): rank r's shm_direct barrier generation
+
+
 def arena_size(world_size: int, capacity: int) -> int:
-    return _header_size(world_size) + world_size * (world_size - 1) * capacity
+    return _header_size(world_size) + (world_size * (world_size - 1) + 2 * world_size) * capacity
 
 
 def create_fd(size: int) -> int:
@@ -53,7 +59,11 @@ def create_fd(size: int) -> int:
 
         fd = _posixshmem.shm_open("/" + name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
         _posixshmem.shm_unlink("/" + name)
-    os.ftruncate(fd, max(size, PAGE))
+    try:
+        os.ftruncate(fd, max(size, PAGE))
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
 
 
@@ -78,6 +88,16 @@ class Arena:
         n, c = self.world_size, self.capacity
         i = src * (n - 1) + (dst if dst < src else dst - 1)
         return self._rings[i * c:(i + 1) * c]
+
+    def window(self, rank: int, k: int) -> np.ndarray:
+        """Rank ``rank``'s window ``k`` (0 or 1): ``capacity`` bytes it writes, all ranks read."""
+        n, c = self.world_size, self.capacity
+        i = n * (n - 1) + 2 * rank + k
+        return self._rings[i * c:(i + 1) * c]
+
+    def barrier_count(self, rank: int) -> np.ndarray:
+        """A one-element int64 view: how many shm_direct barriers ``rank`` has entered."""
+        return self._read[rank, rank, BARRIER:BARRIER + 1]
 
     def close(self) -> None:
         self.status = self._rings = self._read = None

@@ -1,0 +1,117 @@
+"""``shm_direct``: an intra-host all-reduce by direct reads of every peer's shared window.
+
+What shared-memory transports do inside one host (MPICH's and Open MPI's shared-memory
+collectives; NCCL's single-node path with P2P/SHM, where each GPU reads its peers' buffers
+instead of forwarding through a ring): the buffer goes in chunks of ``capacity`` bytes (the
+local backend's ring size), each in two phases, for p ranks and a chunk of m bytes:
+
+1. every rank copies its chunk into its own window in the arena; barrier;
+2. reduce-scatter by direct reads: rank r combines block r (m/p bytes) of every rank's window,
+   in rank order (``((x0 op x1) op x2) ...``, so every rank ends with the same bits), into its
+   window's block r; barrier;
+3. all-gather by direct reads: every rank copies block j of rank j's window into its result.
+
+The two windows of a rank are cut in slots that successive chunks use in turn; instead of
+barriers each rank publishes a counter after each phase (``Direct.all_reduce``), so a rank
+waits only for the data it reads, and for the peers to have read a slot before it reuses it. Per rank and chunk it reads (p-1)/p m
+bytes from its peers in each phase, 2(p-1)/p m in all, as the ring sends, in 2 synchronisations
+instead of 2(p-1) steps: ``parlab.costmodel.alphabeta`` models it so. The counters are
+one per rank in the arena (x86's ordered stores make the window's bytes visible before the
+counter; elsewhere the local backend sends messages, ``algorithms.shm_direct_all_reduce``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+from . import arrays as A
+from .algorithms import block_bounds, slices
+from .shm import Arena, Status
+
+CHUNK_BYTES = int(os.environ.get("PARLAB_DIRECT_CHUNK", 2 << 20))  # bytes of x per chunk (<= capacity)
+# slots in turn (at most): few, so that every rank's slots stay in the last-level cache
+SLOTS = int(os.environ.get("PARLAB_DIRECT_SLOTS", 2))
+SPIN_S = 1e-3  # spin (yielding the core) this long in a barrier before sleeping between looks
+
+
+class Direct:
+    """One rank's view of every rank's windows and progress counters."""
+
+    def __init__(self, rank: int, arena: Arena, status: Status, pump: Callable[[], None]):
+        self.rank, self.n, self.arena, self.status = rank, arena.world_size, arena, status
+        self.pump = pump  # the engine's pending sends move on while this rank waits here
+        self.slot_bytes = min(arena.capacity, CHUNK_BYTES)
+        per_window = max(1, min(arena.capacity // self.slot_bytes, SLOTS // 2))
+        self.slots = [[arena.window(r, k)[i * self.slot_bytes:(i + 1) * self.slot_bytes]
+                       for k in (0, 1) for i in range(per_window)] for r in range(self.n)]
+        self.counts = [arena.barrier_count(r) for r in range(self.n)]
+        self.chunks = 0  # chunks done (by every rank alike): which slot the next one uses
+
+    def publish(self, value: int) -> None:
+        self.counts[self.rank][0] = value  # after the bytes it announces (x86: stores in order)
+
+    def wait_all(self, value: int) -> None:
+        """Until every peer's counter has reached ``value``."""
+        spin_until, delay = time.perf_counter() + SPIN_S, 20e-6
+        for r, count in enumerate(self.counts):
+            if r == self.rank or int(count[0]) >= value:
+                continue
+            self.status.waiting(r)
+            while int(count[0]) < value:
+                self.pump()
+                if time.perf_counter() < spin_until:
+                    os.sched_yield()
+                else:
+                    time.sleep(delay)
+                    delay = min(2 * delay, 200e-6)
+            self.status.working()
+        self.status.progress()
+
+    def all_reduce(self, comm, x: A.Array, op: str) -> A.Array:
+        """x reduced over the world, in place (x is contiguous, on the CPU).
+
+        Chunk g goes through slot g mod S of the windows (S slots of slot_bytes); each rank's
+        counter reads 2g+1 once its chunk g is in its slot, 2g+2 once its block of it is reduced.
+        A rank reduces chunk g when every counter is >= 2g+1, gathers it when >= 2g+2, and
+        reuses a slot when every peer has gathered the chunk that was there (>= 2(g-S+1)+1):
+        no barrier, so a rank runs up to S chunks ahead of the slowest."""
+        flat, n, me = A.flat(x), self.n, self.rank
+        size = A.itemsize(A.dtype_name(x))
+        per_chunk = max(n, (self.slot_bytes // size) // n * n)
+        S = len(self.slots[me])
+        raw = A.byte_view(x)
+        sig, acct = comm._sig, comm._acct
+        for lo, hi in slices(len(flat), per_chunk):
+            start = acct.now()
+            g = self.chunks
+            self.chunks += 1
+            slot = [self.slots[r][g % S] for r in range(n)]
+            base, nbytes = lo * size, (hi - lo) * size
+            if g >= S:
+                self.wait_all(2 * (g - S + 1) + 1)
+            slot[me][:nbytes] = raw[base:base + nbytes]
+            self.publish(2 * g + 1)
+            self.wait_all(2 * g + 1)
+            bounds = [(a * size, b * size) for a, b in block_bounds(hi - lo, n)]
+            a, b = bounds[me]
+            if b > a:  # x's own block is in the slot now: reduce into x, then publish it
+                acc = A.typed(raw[base + a:base + b], x)
+                view = [A.typed(slot[r][a:b], x) for r in range(n)]
+                A.reduce_arrays(view[0], view[1], op, out=acc)
+                for r in range(2, n):
+                    A.reduce_arrays(acc, view[r], op)
+                slot[me][a:b] = raw[base + a:base + b]
+            self.publish(2 * g + 2)
+            self.wait_all(2 * g + 2)
+            for r in range(n):
+                if r != me:
+                    ra, rb = bounds[r]
+                    raw[base + ra:base + rb] = slot[r][ra:rb]
+            for r in range(n):  # what this rank read of r's slot, and r of its slot
+                if r != me:
+                    got = (b - a) + (bounds[r][1] - bounds[r][0])
+                    acct.message(sig.op, "recv", got, r, start, sig.seq)
+                    acct.message(sig.op, "send", got, r, start, sig.seq)
+        return x
