@@ -29,7 +29,10 @@ def _cell(v: object) -> str:
 
 
 def human_bytes(n: float, unit: str = "GB") -> str:
-    """Bytes in decimal units (GB = 1e9, as GPU datasheets and the guide count), e.g. '2,800 GB'."""
+    """Bytes in decimal units (GB = 1e9, as GPU datasheets and the guide count), e.g. '2,800 GB'.
+    ``unit='auto'`` takes the largest unit that keeps the number >= 1: '116 KB', '3.2 GB'."""
+    if unit == "auto":
+        unit = next((u for u, sc in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)) if abs(n) >= sc), "B")
     scale = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}[unit]
     v = n / scale
     return f"{v:,.1f} {unit}" if v < 100 else f"{v:,.0f} {unit}"
@@ -53,10 +56,33 @@ def human_count(n: float, digits: int = 4) -> str:
 
 
 def human_seconds(s: float) -> str:
-    """Seconds in the largest sensible unit: '3.2 ms', '14 s', '5.1 h', '34 days', '288 years'."""
-    for unit, scale in (("years", 365.25 * 86400), ("days", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+    """Seconds in the largest sensible unit: '3.2 ms', '14 s', '5.1 h', '34 days', '288 years', '15 µs'."""
+    if s == 0:
+        return "0 s"
+    for unit, one, scale in (("years", "year", 365.25 * 86400), ("days", "day", 86400), ("h", "h", 3600),
+                             ("min", "min", 60), ("s", "s", 1)):
         if s >= scale:
-            return f"{s / scale:,.3g} {unit}"
+            v = f"{s / scale:,.3g}"
+            return f"{v} {one if v == '1' else unit}"
     if s >= 1e-3:
         return f"{s * 1e3:.3g} ms"
-    return f"{s * 1e6:.3g} us"
+    return f"{s * 1e6:.3g} µs"
+
+
+def human_rate(bytes_per_s: float) -> str:
+    """A bandwidth in decimal bytes per second, three significant digits: '2.51 GB/s', '300 GB/s',
+    '140 MB/s' (never '2.51189 GB/s')."""
+    for unit, scale in (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3)):
+        if bytes_per_s >= scale:
+            return f"{bytes_per_s / scale:.3g} {unit}"
+    return f"{bytes_per_s:.3g} B/s"
+
+
+def plural(n: float, word: str, many: str = "") -> str:
+    """A count with its noun in agreement: plural(1, 'micro-batch') -> '1 micro-batch', plural(8,
+    'micro-batch') -> '8 micro-batches', plural(1024, 'GPU') -> '1,024 GPUs'. ``many`` is the
+    plural when it is not ``word`` + 's' / 'es'."""
+    if not many:
+        many = word + ("es" if word.endswith(("s", "sh", "ch", "x", "z")) else "s")
+    number = f"{n:,}" if isinstance(n, int) else f"{n:,.4g}"
+    return f"{number} {word if n == 1 else many}"

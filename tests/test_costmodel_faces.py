@@ -93,12 +93,35 @@ def test_search_dashboard_lists_plans_and_reacts_to_the_network():
     assert s.result[0].best().step_time > best
 
 
+def test_plan_dashboard_terms_are_numbers_right_and_formulas_left():
+    import re
+
+    d = PlanDashboard()
+    term = d.result.memory_breakdown()[0]
+    cells = re.findall(r'<td style="text-align:(\w+)[^"]*">([^<]*)</td>', d.output.value)
+    aligns = {text: align for align, text in cells}
+    assert aligns[f"{term.value / 1e9:,.2f}"] == "right"
+    formula = next(t.formula for t in d.result.memory_breakdown() if t.formula[:1].isdigit())
+    assert aligns[formula.replace("<", "&lt;").replace(">", "&gt;")] == "left"
+    assert "<th" in d.output.value and ">GB<" in d.output.value and ">ms<" in d.output.value
+
+
+def test_search_dashboard_advises_only_with_the_knobs_it_has():
+    s = SearchDashboard(model="gpt3-175b", gpus=8, global_batch=8)
+    assert s.last_error and "allow offload" in s.last_error and "more GPUs" in s.last_error
+    assert "lower the micro-batch" not in s.last_error and "allow recomputation" not in s.last_error
+    assert "no result" in s.output.value  # the previous table is gone
+    s.controls["offload"].value = True
+    if s.last_error:  # still nothing fits: do not suggest the box that is already ticked
+        assert "allow offload" not in s.last_error
+
+
 # -- plots -------------------------------------------------------------------------------------
 def test_plot_helpers_draw_labelled_axes():
     from parlab.costmodel.scenarios import memory_vs_dp, zero3_vs_3d
     from parlab.costmodel.validation import megatron_table1
     from parlab.viz import costmodel as viz
-    from parlab.widgets.base import new_figure
+    from parlab.viz.figures import new_figure
 
     est = estimate(get_model("llama-7b"), make_cluster("dgx-a100", 8), Plan(dp=8, zero=1))
     fig = viz.plan_figure(est)

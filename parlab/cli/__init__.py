@@ -3,8 +3,10 @@
 Each module named in ``COMMANDS`` defines ``HELP`` (one line; or ``HELPS`` by command name when
 one module serves several), ``add_arguments(parser)`` and ``run(args) -> int`` (``args._name``
 is the command). Modules import heavy dependencies inside ``run`` so that the CLI starts fast.
-Bad input (an unknown preset, a non-positive size, ...) prints the library's ValueError as one
-line on stderr and exits with status 2, never a traceback.
+Bad input (an unknown preset, a non-positive size, ...) prints one line on stderr naming the flag,
+the value and the rule, and exits with status 2, never a traceback: option types
+(``parlab.cli.options``) reject a bad value while parsing, and a ValueError or TypeError of the
+library (a plan that breaks a rule) is printed the same way.
 """
 
 from __future__ import annotations
@@ -23,9 +25,32 @@ COMMANDS: dict[str, str] = {
 }
 
 
+class UsageError(Exception):
+    """A bad command line: reported as one line on stderr, status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the command and the flag, not the usage
+    text and a second line (``main`` prints it and returns 2)."""
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: error: {message}")
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("parlab")
+    except Exception:  # not installed (a bare checkout on sys.path): the package's own number
+        import parlab
+
+        return parlab.__version__
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="parlab", description="parlab: distributed LLM training, modelled and run on CPU.")
+    parser = Parser(prog="parlab", description="parlab: distributed LLM training, modelled and run on CPU.")
+    parser.add_argument("--version", action="version", version=f"parlab {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
@@ -36,12 +61,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as err:
+        print(_one_line(err), file=sys.stderr)
+        return 2
+    except SystemExit as done:  # --help, --version
+        return int(done.code or 0) if not isinstance(done.code, str) else 2
     try:
         return int(args._module.run(args) or 0)
-    except ValueError as err:
-        print(f"parlab {args._name}: error: {err}", file=sys.stderr)
+    except ValueError as err:  # the library's rules (a TypeError would be a bug here: types are parsed)
+        command = " ".join(str(c) for c in ("parlab", args._name, getattr(args, "bench", None)) if c)
+        print(f"{command}: error: {_one_line(err)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `parlab models | head`
         return 0

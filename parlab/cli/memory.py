@@ -4,29 +4,38 @@ from __future__ import annotations
 
 import argparse
 
+from parlab.cli import options
+
 HELP = "memory of the model states (weights, grads, master weights, optimizer) of a model"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="175b", help="preset name or size such as 7B (default 175b)")
-    parser.add_argument("--dtype", default="mixed",
-                        help="fp32, mixed (16 B/param with Adam), mixed-fp32-grad (18), bf16, fp16")
-    parser.add_argument("--optimizer", default="adam", help="adam, adamw, momentum, sgd, none (inference)")
+    from parlab.costmodel import OPTIMIZERS
+
+    parser.add_argument("--model", type=options.model, default="175b",
+                        help="preset name or size such as 7B (default 175b)")
+    parser.add_argument("--dtype", type=options.dtype, default="mixed",
+                        help="mixed = bf16 = fp16 (16 B/param with Adam), mixed-fp32-grad (18), fp32, "
+                             "pure-bf16 / pure-fp16 (no fp32 copy)")
+    parser.add_argument("--optimizer", type=options.name_of("optimizer", OPTIMIZERS), default="adam",
+                        help="adam, adamw, momentum, sgd, none (inference)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from parlab.costmodel import GPUS, get_model, model_state_memory
+    from parlab.costmodel import GPUS, model_state_memory
+    from parlab.costmodel.plan import training_dtype
     from parlab.tables import human_bytes, human_count, table
 
-    model = get_model(args.model)
-    mem = model_state_memory(model.num_params(), args.dtype, args.optimizer)
-    print(f"{model.name}: {human_count(model.num_params())} parameters, dtype {mem.precision}, "
+    model = args.model
+    mem = model_state_memory(model.num_params(), training_dtype(args.dtype)[0], args.optimizer)
+    states = "" if mem.precision == args.dtype else f" (model states: {mem.precision})"
+    print(f"{model.name}: {human_count(model.num_params())} parameters, dtype {args.dtype}{states}, "
           f"optimizer {mem.optimizer}\n")
     rows = [[name, f"{value / mem.n_params:g}", human_bytes(value)] for name, value in mem.terms().items()]
     rows.append(["total", f"{mem.bytes_per_param:g}", human_bytes(mem.total)])
     print(table(rows, ["term", "bytes/param", "memory"], "lrr"))
     print("\nGPUs needed just to hold these model states (no activations, no sharding overheads):")
-    rows = [[g.name, human_bytes(g.memory_bytes), -(-mem.total // g.memory_bytes)] for g in GPUS.values()]
+    rows = [[g.name, human_bytes(g.memory_bytes), int(-(-mem.total // g.memory_bytes))] for g in GPUS.values()]
     print(table(rows, ["gpu", "memory", "min GPUs"], "lrr"))
     print("\nsource: Rajbhandari et al. 2020 (ZeRO), Section 3.1")
     return 0

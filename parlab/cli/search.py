@@ -4,31 +4,29 @@ from __future__ import annotations
 
 import argparse
 
+from parlab.cli import options
 from parlab.cli.estimate import add_cluster_arguments, model_and_cluster
 
 HELP = "rank every valid plan of a model on a cluster by step time (the strategy advisor)"
 
 
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x]
-
-
-def _words(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from parlab.costmodel import OFFLOADS, RECOMPUTE
+
     add_cluster_arguments(parser)
-    parser.add_argument("--gpus", type=int, default=64, help="GPU count (default 64)")
-    parser.add_argument("--global-batch", type=int, default=512, help="sequences per step (default 512)")
-    parser.add_argument("--top", type=int, default=10, help="how many plans to print (default 10)")
-    parser.add_argument("--zero", type=_ints, default=[0, 1, 2, 3], help="ZeRO stages to try, e.g. 0,1")
-    parser.add_argument("--micro-batches", type=_ints, default=[1, 2, 4, 8, 16], help="micro-batch sizes to try")
-    parser.add_argument("--recompute", type=_words, default=["none", "selective", "full"],
-                        help="recompute modes to try")
-    parser.add_argument("--offload", type=_words, default=["none"],
-                        help="offload modes to try: none,optimizer,optimizer+params")
-    parser.add_argument("--dtype", default="bf16", help="fp32, fp16 or bf16")
+    pos = options.positive_int
+    parser.add_argument("--gpus", type=pos, default=64, help="GPU count (default 64)")
+    parser.add_argument("--global-batch", type=pos, default=512, help="sequences per step (default 512)")
+    parser.add_argument("--top", type=pos, default=10, help="how many plans to print (default 10)")
+    parser.add_argument("--zero", type=options.zero_stages, default=[0, 1, 2, 3], help="ZeRO stages to try, e.g. 0,1")
+    parser.add_argument("--micro-batches", type=options.positive_ints, default=[1, 2, 4, 8, 16],
+                        help="micro-batch sizes to try, e.g. 1,2,4")
+    parser.add_argument("--recompute", type=options.listed(options.name_of("recompute", RECOMPUTE), "recompute modes"),
+                        default=list(RECOMPUTE), help="recompute modes to try: none,selective,full")
+    parser.add_argument("--offload", type=options.listed(options.name_of("offload", OFFLOADS), "offload modes"),
+                        default=["none"], help="offload modes to try: none,optimizer,optimizer+params")
+    parser.add_argument("--dtype", type=options.dtype, default="bf16",
+                        help="bf16 or fp16 (mixed precision; 'mixed' = bf16), mixed-fp32-grad, fp32")
     parser.add_argument("--explain", action="store_true", help="explain the best plan term by term")
 
 
@@ -39,9 +37,9 @@ def run(args: argparse.Namespace) -> int:
     model, cluster = model_and_cluster(args, args.gpus)
     result = search(model, cluster, args.global_batch, zero_stages=args.zero, micro_batches=args.micro_batches,
                     recompute=args.recompute, offload=args.offload, dtype=args.dtype)
+    best = result.best()  # raises (one line, status 2) before anything is printed when nothing fits
     print(f"{model.name} on {cluster.describe()}, global batch {args.global_batch}")
-    print(f"{result.tried} plans tried, {result.valid} valid, {result.fitting} fit in memory\n")
-    best = result.best()
+    print(result.counts() + "\n")
     print(table(result.rows(args.top), result.HEADERS, "rlrrrr"))
     print()
     print(best.explain() if args.explain else best.summary())

@@ -48,19 +48,25 @@ from .memory import (
     Precision,
     activation_bytes,
     activation_bytes_per_layer,
+    attention_score_bytes,
     bytes_per_param,
     get_precision,
     largest_model,
     model_state_memory,
 )
 from .models import MODELS, ModelSpec, get_model, gpt_like, megatron_eq2_params, parse_size
-from .plan import DTYPES, OFFLOADS, SCHEDULES, Plan, check_plan
+from .plan import DTYPES, OFFLOADS, SCHEDULES, TRAINING_DTYPES, Plan, check_plan, training_dtype
 from .plan_memory import (
+    Zero3VsZero2,
+    fp32_gradient_copy,
     in_flight_microbatches,
     layer_params_per_gpu,
     stage_activations,
     stage_memory,
     stage_params,
+    zero3_gathered_params,
+    zero3_units,
+    zero3_vs_zero2,
     zero_model_states,
 )
 from .scenarios import (
@@ -70,12 +76,25 @@ from .scenarios import (
     guide_1_19,
     memory_vs_dp,
     step_vs_inter_link,
+    term_table,
+    tp_without_nvlink,
+    zero3_ranking,
     zero3_traffic_per_step,
     zero3_vs_3d,
 )
 from .search import SearchResult, candidate_plans, factorizations, search
 from .step_time import StepTime, layer_forward_flops, logit_forward_flops, step_flops, step_time
-from .validation import bloom_table, megatron_table1, zero_paper_example
+from .tensor_parallel import colossal_table, compare_on_link, layer_cost, tp_layer_collectives
+from .validation import (
+    BLOOM_MEMORY_BAND,
+    MEGATRON_BAND,
+    bloom_summary,
+    bloom_table,
+    megatron_summary,
+    megatron_table1,
+    megatron_zero3,
+    zero_paper_example,
+)
 
 __all__ = [
     "CLUSTERS", "DEFAULT", "DTYPES", "GB", "GBIT", "GBYTE", "GPUS", "GiB", "LINKS", "MODELS", "OFFLOADS",
@@ -92,4 +111,8 @@ __all__ = [
     "megatron_eq2_params", "megatron_flops_per_iteration", "model_state_memory", "most_loaded_stage",
     "parse_size", "rank_of", "ring_time", "search", "stage_activations", "stage_memory", "stage_params",
     "step_flops", "step_time", "train_flops_6nd", "training_seconds", "tree_time", "zero_model_states",
+    "BLOOM_MEMORY_BAND", "MEGATRON_BAND", "TRAINING_DTYPES", "Zero3VsZero2", "bloom_summary", "megatron_summary",
+    "term_table", "tp_without_nvlink", "training_dtype", "zero3_gathered_params", "zero3_ranking", "zero3_units",
+    "zero3_vs_zero2", "attention_score_bytes", "fp32_gradient_copy", "megatron_zero3",
+    "colossal_table", "compare_on_link", "layer_cost", "tp_layer_collectives",
 ]

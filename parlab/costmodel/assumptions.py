@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from ._check import fraction
+from ._check import boolean, fraction, non_negative, positive, unit_interval
 from .hardware import GB
 
 
@@ -31,8 +31,8 @@ class Assumptions:
     dp_overlap
         The data-parallel gradient reduction runs in buckets during the backward pass of the
         last micro-batch (PyTorch DDP, Li et al. 2020); ZeRO-2/3 reduce-scatter during every
-        backward, and ZeRO-3 prefetches the next layer's parameters during compute (DeepSpeed).
-        Only the communication longer than the compute it hides behind is exposed.
+        backward, and ZeRO-3 prefetches the next parameter group during compute (DeepSpeed,
+        FSDP). Only the communication longer than the compute it hides behind is exposed.
     tp_overlap, pp_overlap
         Fractions of TP collectives and pipeline sends hidden behind compute. 0: in Megatron-LM
         2021 (the runs we validate against) both sit on the critical path.
@@ -49,6 +49,20 @@ class Assumptions:
     cpu_adam_params_per_s
         Parameters per second that the CPU optimizer of ZeRO-Offload updates for one GPU
         (Ren et al. 2021 report about 1B params/s for a multi-core CPU-Adam).
+    zero3_groups_per_layer
+        Parameter groups ZeRO-3 gathers (and reduce-scatters) one by one per transformer layer.
+        DeepSpeed's stage 3 fetches module by module, and a Megatron-style block has four linear
+        modules (fused QKV, attention output, MLP in, MLP out); its biases and norms sit below
+        ``stage3_param_persistence_threshold`` (1e5 elements) and stay gathered. FSDP wrapping each
+        block as one unit is 1. Each collective pays the ring's (dp - 1) alpha.
+    zero3_overlap
+        Of the time a ZeRO-3 collective runs beside compute, the fraction that is really hidden
+        (``step_time.zero3_exposed``). 1 would be perfect prefetching; the gathers and the matmuls
+        share the SMs, the HBM and the one host thread that issues both, and a gather can hide
+        only behind its own neighbouring group's compute. 0.5 is an assumption, not a fit: with
+        it ZeRO-3's throughput falls as the batch per GPU shrinks (Narayanan et al. 2021, Table 2,
+        ``validation.megatron_zero3``) where 1 would keep it flat to 768 GPUs; the published runs
+        fall further still, below even 0 (no overlap at all).
     """
 
     matmul_efficiency: float = 0.70
@@ -61,19 +75,23 @@ class Assumptions:
     fragmentation: float = 0.10
     optimizer_traffic: float = 32.0
     cpu_adam_params_per_s: float = 1e9
+    zero3_groups_per_layer: int = 4
+    zero3_overlap: float = 0.5
 
     def __post_init__(self) -> None:
         for name in ("matmul_efficiency", "hbm_efficiency"):
-            fraction(name, getattr(self, name))
+            fraction(f"Assumptions.{name}", getattr(self, name))
         for name in ("tp_overlap", "pp_overlap", "fragmentation"):
-            v = getattr(self, name)
-            if not 0 <= v <= 1:
-                raise ValueError(f"{name} must be in [0, 1], got {v!r}")
-        for name in ("elementwise_traffic", "runtime_bytes", "optimizer_traffic", "cpu_adam_params_per_s"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+            unit_interval(f"Assumptions.{name}", getattr(self, name))
+        boolean("Assumptions.dp_overlap", self.dp_overlap)
+        for name in ("elementwise_traffic", "runtime_bytes", "optimizer_traffic"):
+            non_negative(f"Assumptions.{name}", getattr(self, name))
+        positive("Assumptions.cpu_adam_params_per_s", self.cpu_adam_params_per_s)
+        positive("Assumptions.zero3_groups_per_layer", self.zero3_groups_per_layer, integer=True)
+        unit_interval("Assumptions.zero3_overlap", self.zero3_overlap)
 
     def with_(self, **changes) -> Assumptions:
+        """A copy with some values changed (checked again; an unknown name is a TypeError)."""
         return replace(self, **changes)
 
     def describe(self) -> list[str]:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from ._check import lookup, positive
+from parlab.tables import human_rate, plural
+
+from ._check import canonical, instance, positive, text
 from .hardware import GPUSpec, get_gpu
 from .links import LinkSpec, get_link
 
@@ -31,6 +33,10 @@ class Cluster:
     name: str = ""
 
     def __post_init__(self) -> None:
+        instance("Cluster.gpu", self.gpu, GPUSpec, "get_gpu('a100')")
+        for field in ("intra", "inter", "host"):
+            instance(f"Cluster.{field}", getattr(self, field), LinkSpec, "get_link('ib-hdr')")
+        text("Cluster.name", self.name)
         positive("n_gpus", self.n_gpus, integer=True)
         positive("gpus_per_node", self.gpus_per_node, integer=True)
         positive("nics_per_node", self.nics_per_node, integer=True)
@@ -53,9 +59,17 @@ class Cluster:
         return replace(self, n_gpus=n_gpus)
 
     def describe(self) -> str:
-        return (f"{self.n_gpus} x {self.gpu.name} ({self.nodes} node(s) of {min(self.n_gpus, self.gpus_per_node)}; "
-                f"intra-node {self.intra.name} {self.intra.gbyte:g} GB/s, inter-node {self.nics_per_node} x "
-                f"{self.inter.name} {self.inter.gbit:g} Gb/s per node)")
+        """One line: '1,024 x a100-80gb: 128 nodes of 8 GPUs, nvlink3-a100 (300 GB/s) inside,
+        8 x ib-hdr (200 Gb/s) between nodes'. Link speeds are per direction; a single node has
+        no inter-node link to print, a single GPU no link at all."""
+        if self.n_gpus == 1:
+            return f"1 x {self.gpu.name} (a single GPU)"
+        head = (f"{self.n_gpus:,} x {self.gpu.name}: {plural(self.nodes, 'node')} of "
+                f"{plural(min(self.n_gpus, self.gpus_per_node), 'GPU')}, "
+                f"{self.intra.name} ({human_rate(self.intra.bandwidth)}) inside")
+        if self.nodes == 1:
+            return head
+        return f"{head}, {self.nics_per_node} x {self.inter.name} ({self.inter.gbit:.3g} Gb/s) between nodes"
 
 
 #: named cluster kinds: (gpu, gpus per node, intra link, inter link, NICs per node)
@@ -75,11 +89,19 @@ _CLUSTER_ALIASES = {"selene": "dgx-a100", "dgx": "dgx-a100", "commodity": "pcie-
 def make_cluster(kind: str = "dgx-a100", n_gpus: int = 8, *, gpu: str | GPUSpec | None = None,
                  gpus_per_node: int | None = None, intra: str | LinkSpec | None = None,
                  inter: str | LinkSpec | None = None, nics_per_node: int | None = None) -> Cluster:
-    """A cluster of a named kind (``CLUSTERS``) with ``n_gpus`` GPUs; any field can be overridden."""
-    g, per_node, intra_name, inter_name, nics = lookup("cluster", kind, CLUSTERS, _CLUSTER_ALIASES)
-    key = _CLUSTER_ALIASES.get(kind.strip().lower(), kind.strip().lower())
-    return Cluster(get_gpu(gpu or g), n_gpus, gpus_per_node or per_node, get_link(intra or intra_name),
-                   get_link(inter or inter_name), nics_per_node or nics, name=key)
+    """A cluster of a named kind (``CLUSTERS``) with ``n_gpus`` GPUs; any field can be overridden.
+
+    An override of None keeps the preset's value; any other value is checked (0 GPUs per node is
+    an error, not "the preset's")."""
+    key = canonical("cluster", kind, CLUSTERS, _CLUSTER_ALIASES)
+    g, per_node, intra_name, inter_name, nics = CLUSTERS[key]
+    if gpus_per_node is not None:
+        per_node = positive("gpus_per_node", gpus_per_node, integer=True)
+    if nics_per_node is not None:
+        nics = positive("nics_per_node", nics_per_node, integer=True)
+    return Cluster(get_gpu(g if gpu is None else gpu), positive("n_gpus", n_gpus, integer=True), per_node,
+                   get_link(intra_name if intra is None else intra), get_link(inter_name if inter is None else inter),
+                   nics, name=key)
 
 
 # -- rank layout ---------------------------------------------------------------------------------

@@ -1,60 +1,65 @@
-"""Alpha-beta cost of collectives (ring and tree) and the link a group's collective runs on.
+"""The cluster-level cost of a group's collectives: ring and NCCL's tree on the group's link.
 
 A message of S bytes over a link of latency alpha and bandwidth B costs alpha + S/B (Hockney's
-model). A collective is a sequence of such steps; Thakur, Rabenseifner & Gropp 2005
-("Optimization of Collective Communication Operations in MPICH", Table 1) give the step counts:
+model). The step and byte counts of each algorithm live in ``alphabeta.shape`` (Thakur,
+Rabenseifner & Gropp 2005 for the ring; Sanders, Speck & Träff 2009 for the double binary tree);
+this module prices them on a group's link:
 
     ring all-reduce           2(n-1) alpha + 2(n-1)/n * S/B
     ring all-gather           (n-1) alpha  + (n-1)/n  * S/B     (S = the gathered output)
     ring reduce-scatter       (n-1) alpha  + (n-1)/n  * S/B     (S = the full input)
-    tree all-reduce           2 ceil(log2 n) alpha + 2 S/B      (reduce + broadcast, pipelined)
+    ring broadcast            (n-1) alpha  + S/B                (a pipelined chain)
+    double binary tree AR     2 ceil(log2 n) alpha + 2 S/B      (NCCL's "Tree", pipelined)
 
 The factors 2(n-1)/n and (n-1)/n are nccl-tests' "bus bandwidth" factors (``alphabeta.bus_factor``).
-``alphabeta`` models each algorithm the local backend runs, step by step; this module is the
-cluster-level view the estimate uses: ring and NCCL-style pipelined trees on a group's link.
+NCCL picks between its Ring and Tree algorithms by size and rank count; 'auto' takes the faster
+of the two, as NCCL's tuner does (src/graph/tuning.cc).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from .alphabeta import bus_factor
+from . import alphabeta
+from .alphabeta import bus_factor  # noqa: F401 - re-exported as parlab.costmodel.bus_factor
 from .cluster import Cluster, GroupSpan
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "p2p")
-ALGORITHMS = ("ring", "tree", "auto")
+ALGORITHMS = ("ring", "double_binary_tree", "auto")
+
+
+def _priced(op: str, algorithm: str, nbytes: float, n: int, bandwidth: float, latency: float) -> float:
+    steps, volume, _ = alphabeta.shape(op, algorithm, n, nbytes)
+    return steps * latency + volume / bandwidth
 
 
 def ring_time(op: str, nbytes: float, n: int, bandwidth: float, latency: float) -> float:
     """Seconds for a ring collective (Thakur et al. 2005): steps x alpha + factor x S / B."""
+    if op not in OPS:
+        raise ValueError(f"unknown collective {op!r}; allowed: {', '.join(OPS)}")
     if n <= 1 or nbytes <= 0:
         return 0.0
-    steps = {"all_reduce": 2 * (n - 1), "all_gather": n - 1, "reduce_scatter": n - 1,
-             "broadcast": n - 1, "p2p": 1}[op]
-    return steps * latency + bus_factor(op, n) * nbytes / bandwidth
+    return _priced(op, "direct" if op == "p2p" else "ring", nbytes, n, bandwidth, latency)
 
 
 def tree_time(op: str, nbytes: float, n: int, bandwidth: float, latency: float) -> float:
-    """Seconds for a pipelined binary-tree all-reduce or broadcast: fewer steps (log2 n), each
-    byte crossing a tree edge on the way up and again on the way down."""
+    """Seconds for NCCL's Tree algorithm, the pipelined double binary tree all-reduce (Sanders
+    et al. 2009; NCCL 2.4): 2 x depth steps (up both trees, down again), and each rank sends
+    and receives about the whole buffer twice, so 2 S / B."""
+    if op != "all_reduce":
+        raise ValueError(f"no tree algorithm for {op!r}: NCCL's double binary tree serves all_reduce")
     if n <= 1 or nbytes <= 0:
         return 0.0
-    depth = math.ceil(math.log2(n))
-    if op == "all_reduce":
-        return 2 * depth * latency + 2 * nbytes / bandwidth
-    if op == "broadcast":
-        return depth * latency + nbytes / bandwidth
-    raise ValueError(f"no tree algorithm for {op!r}: trees serve all_reduce and broadcast")
+    return _priced(op, "double_binary_tree", nbytes, n, bandwidth, latency)
 
 
 def collective_time(op: str, nbytes: float, n: int, bandwidth: float, latency: float,
                     algorithm: str = "auto") -> float:
     """Seconds for ``op`` on ``nbytes`` among ``n`` ranks; 'auto' takes the faster of ring and
-    tree where a tree exists (NCCL picks by message size the same way)."""
-    if algorithm == "ring" or (algorithm == "auto" and op not in ("all_reduce", "broadcast")):
+    double binary tree where a tree exists (all-reduce; NCCL picks by message size the same way)."""
+    if algorithm == "ring" or (algorithm == "auto" and op != "all_reduce"):
         return ring_time(op, nbytes, n, bandwidth, latency)
-    if algorithm == "tree":
+    if algorithm == "double_binary_tree":
         return tree_time(op, nbytes, n, bandwidth, latency)
     if algorithm == "auto":
         return min(ring_time(op, nbytes, n, bandwidth, latency), tree_time(op, nbytes, n, bandwidth, latency))

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from parlab.tables import human_bytes, human_count, human_seconds
+from parlab.tables import human_bytes, human_count, human_rate, human_seconds, plural
 
+from ._check import instance
 from .assumptions import DEFAULT, Assumptions
 from .cluster import Cluster, rank_of
 from .memory import get_precision
 from .models import ModelSpec, get_model
 from .plan import Plan, check_plan
-from .plan_memory import StageMemory, stage_layers, stage_memory
+from .plan_memory import StageMemory, stage_layers, stage_memory, zero3_gathered_params
 from .step_time import StepTime, step_flops, step_time
 
 ZERO_SRC = "Rajbhandari et al. 2020 (ZeRO), Fig. 1 / Sec. 5"
 TABLE2_SRC = "Korthikanti et al. 2022, Table 2 and Sec. 4.2.3"
 EQ3_SRC = "Narayanan et al. 2021, Eq. 3 / Sec. 5.1"
 RING_SRC = "Thakur et al. 2005; nccl-tests PERFORMANCE.md"
+GRAD_SRC = "DeepSpeed stage_1_and_2.py / stage3.py fp32 gradient partition; Megatron-LM main_grad"
 
 
 @dataclass(frozen=True)
@@ -65,12 +67,12 @@ class Estimate:
     def rank_label(self) -> str:
         if self.plan.pp == 1:
             return "rank 0 (every rank holds the same)"
-        return (f"rank {self.rank} ({self.stage.stage} pipeline stage; its {self.plan.tp * self.plan.dp} "
-                f"ranks hold the same)")
+        return (f"rank {self.rank} ({self.stage.stage} pipeline stage; its "
+                f"{plural(self.plan.tp * self.plan.dp, 'rank')} hold the same)")
 
     def memory_terms(self) -> dict[str, float]:
         st = self.stage
-        return {"parameters": st.weights, "gradients": st.grads, "optimizer states": st.optimizer,
+        return {"parameters": st.weights, "gradients": st.grads + st.step_extra, "optimizer states": st.optimizer,
                 "activations": st.activations.total, "buffers + fragmentation (allowance)": st.buffers}
 
     # -- time and throughput -------------------------------------------------------------------
@@ -124,20 +126,21 @@ class Estimate:
         ends = "embedding inputs" if st.stage == "first" else "output layer + fp32 logits"
         if p.pp == 1:
             ends = "embedding inputs + output layer + fp32 logits"
-        where = "" if p.offload == "none" else f" (offloaded to CPU: {human_bytes(st.cpu)})"
-        layers = f"{stage_layers(m, p.pp)} layers" + (f" of {m.layers}" if p.pp > 1 else "")
-        zero3 = " + 2 gathered layers (ZeRO-3 prefetch)" if z == 3 else ""
+        where = ("" if p.offload == "none" else f" (offloaded to CPU with the fp32 gradients: "
+                                                  f"{human_bytes(st.cpu)})")
+        layers = plural(stage_layers(m, p.pp), "layer") + (f" of {m.layers}" if p.pp > 1 else "")
+        zero3 = (f" + {human_count(zero3_gathered_params(m, p.tp))} gathered (ZeRO-3: the unit in use and the "
+                 f"prefetched next one)" if z == 3 else "")
         return [
             Term("parameters", st.weights,
                  f"{human_count(st.params)} params ({layers} / tp {p.tp} + embeddings) x {prec.weight} B"
                  f"{shard[z]}{zero3}", "Shoeybi et al. 2019 Sec. 3; " + ZERO_SRC),
-            Term("gradients", st.grads,
-                 f"{human_count(st.params)} x {prec.grad} B" + (f" / dp {p.dp}" if z >= 2 else ""), ZERO_SRC),
+            Term("gradients", st.grads + st.step_extra, self._gradient_formula(), ZERO_SRC + "; " + GRAD_SRC),
             Term("optimizer states", st.optimizer,
                  f"{human_count(st.params)} x {prec.master + 2 * prec.state} B (fp32 master + Adam m, v)"
                  + (f" / dp {p.dp}" if z >= 1 else "") + where, ZERO_SRC + "; Ren et al. 2021 (offload)"),
             Term("activations", act.total,
-                 f"{act.in_flight:g} micro-batches in flight x {stage_layers(m, p.pp)} layers x "
+                 f"{plural(act.in_flight, 'micro-batch')} in flight x {plural(stage_layers(m, p.pp), 'layer')} x "
                  f"{human_bytes(act.per_layer, 'MB')} (s b h (...) for recompute={p.recompute}, tp={p.tp}, "
                  f"SP={'on' if p.sequence_parallel else 'off'}) + {human_bytes(act.ends, 'MB')} {ends}"
                  + (f" + {human_bytes(act.working, 'MB')} working set of the recomputed layer" if act.working else ""),
@@ -146,6 +149,19 @@ class Estimate:
                  f"{human_bytes(self.assumptions.runtime_bytes)} runtime (CUDA context, NCCL, buckets) + "
                  f"{self.assumptions.fragmentation:.0%} of the terms above", "assumption (parlab Assumptions)"),
         ]
+
+    def _gradient_formula(self) -> str:
+        st, p = self.stage, self.plan
+        prec = get_precision(p.precision)
+        if p.offload != "none" and p.zero >= 2:
+            held = "0 (ZeRO-Offload: each micro-batch's shard goes to the CPU)"
+        else:
+            held = f"{human_count(st.params)} x {prec.grad} B" + (f" / dp {p.dp}" if p.zero >= 2 else "")
+        if not st.step_grads:
+            return held
+        return (f"{held} + the optimizer step's fp32 copy, 4 B x {human_count(st.step_grads / 4)} = "
+                f"{human_bytes(st.step_grads)}, held after the activations are freed: adds "
+                f"max(0, copy - activations) = {human_bytes(st.step_extra)}")
 
     def time_breakdown(self) -> list[Term]:
         f, p, a, tm = self.time.facts, self.plan, self.assumptions, self.time
@@ -164,19 +180,22 @@ class Estimate:
             Term("TP communication", tm.tp_comm,
                  f"m {m} x {f['n_tp']} collectives x {human_seconds(f['t_tp_one'])} "
                  f"({'all-gather + reduce-scatter' if p.sequence_parallel else 'all-reduce'} of "
-                 f"{human_bytes(f['msg'], 'MB')} over {p.tp} GPUs, {f['where']['tp']}, "
-                 f"{f['bw']['tp'] / 1e9:,.1f} GB/s)", "Shoeybi et al. 2019 Fig. 4; " + RING_SRC),
+                 f"{human_bytes(f['msg'], 'MB')} over {plural(p.tp, 'GPU')}, {f['where']['tp']}, "
+                 f"{human_rate(f['bw']['tp'])})" if p.tp > 1 else "none (tp = 1)",
+                 "Shoeybi et al. 2019 Fig. 4; " + RING_SRC),
             Term("PP communication", tm.pp_comm,
-                 f"m {m} x 2 x {v} chunk(s) x {human_seconds(f['t_p2p'])} (send {human_bytes(f['msg'] / p.tp, 'MB')} "
-                 f"over {f['where']['pp']}, then all-gather in the TP group)",
+                 (f"m {m} x 2 x {plural(v, 'chunk')} x {human_seconds(f['t_p2p'])} (send "
+                  f"{human_bytes(f['msg'] / p.tp, 'MB')} over {f['where']['pp']}"
+                  + (", then all-gather in the TP group)" if p.tp > 1 else ")") if p.pp > 1 else "none (pp = 1)"),
                  "Narayanan et al. 2021 Sec. 4.1 (scatter/gather)"),
             Term("pipeline bubble", tm.bubble,
-                 f"(p-1)/v = {p.pp - 1}/{v} micro-batch times x {human_seconds(f['per_mb'])}; "
-                 f"bubble fraction (p-1)/(v m) = {f['bubble_frac']:.3f}",
+                 (f"(p-1)/v = {p.pp - 1}/{v} micro-batch times x {human_seconds(f['per_mb'])}; "
+                  f"bubble fraction (p-1)/(v m) = {f['bubble_frac']:.3f}" if p.pp > 1 else "none (pp = 1)"),
                  "Huang et al. 2019 (GPipe); Narayanan et al. 2021 Sec. 2.2"),
             Term("DP/ZeRO communication (exposed)", tm.dp_comm,
-                 f"{f['dp_ops']} over dp={p.dp} ({f['where']['dp']}, {f['bw']['dp'] / 1e9:,.2f} GB/s): "
-                 f"{human_seconds(f['dp_total'])} in all, {human_seconds(f['dp_hidden'])} hidden behind compute",
+                 (f"{f['dp_ops']} over dp={p.dp} ({f['where']['dp']}, {human_rate(f['bw']['dp'])}): "
+                  f"{human_seconds(f['dp_total'])} in all, {human_seconds(f['dp_hidden'])} hidden behind compute"
+                  if p.dp > 1 else "none (dp = 1)"),
                  ZERO_SRC + "; Li et al. 2020 (DDP overlap); " + RING_SRC),
             Term("optimizer step", tm.optimizer,
                  (f"{human_count(f['shard'])} params x {a.optimizer_traffic:g} B / HBM" if p.offload == "none"
@@ -191,14 +210,14 @@ class Estimate:
         """Three lines: memory and fit, step time, throughput."""
         return (f"memory per GPU {human_bytes(self.memory_total)} of {human_bytes(self.memory_capacity)} "
                 f"({'fits' if self.fits else 'does NOT fit'}; {self.rank_label})\n"
-                f"step time {human_seconds(self.step_time)} for {self.plan.batch} sequences of {self.model.seq_len} "
-                f"tokens\nMFU {self.mfu:.1%}, {self.model_tflops_per_gpu:.1f} model TFLOP/s per GPU "
+                f"step time {human_seconds(self.step_time)} for {plural(self.plan.batch, 'sequence')} of "
+                f"{plural(self.model.seq_len, 'token')}\nMFU {self.mfu:.1%}, {self.model_tflops_per_gpu:.1f} model TFLOP/s per GPU "
                 f"({self.hardware_tflops_per_gpu:.1f} with recomputation), {self.tokens_per_s:,.0f} tokens/s")
 
     def explain(self) -> str:
         """Every term with its value, formula and source, then the assumptions."""
-        lines = [f"{self.model.name} ({human_count(self.model.num_params())} params) on {self.cluster.describe()}",
-                 f"plan: {self.plan.describe()}", "",
+        lines = [f"model: {self.model.name} ({human_count(self.model.num_params())} parameters)",
+                 f"cluster: {self.cluster.describe()}", f"plan: {self.plan.describe()}", "",
                  f"memory per GPU, most loaded: {self.rank_label}"]
         lines += _render(self.memory_breakdown(), human_bytes)
         lines.append(f"  {'total':<36} {human_bytes(self.memory_total):>10}   of "
@@ -225,9 +244,21 @@ def estimate(model: str | ModelSpec, cluster: Cluster, plan: Plan,
     Raises ValueError naming the broken rule if the plan cannot run (``check_plan``).
     """
     model = get_model(model)
+    _check_inputs(cluster, plan, assumptions)
     check_plan(model, cluster, plan)
     loaded = most_loaded_stage(model, plan, assumptions)
     return Estimate(model, cluster, plan, assumptions, loaded, step_time(model, cluster, plan, assumptions))
+
+
+def _check_inputs(cluster: Cluster, plan: Plan | None, assumptions: Assumptions) -> None:
+    """TypeErrors naming the argument: a cluster is built with its GPU count, never a bare name."""
+    if isinstance(cluster, str):
+        raise TypeError(f"cluster must be a Cluster, got the name {cluster!r}: build one with its GPU count, "
+                        f"make_cluster({cluster!r}, n_gpus)")
+    instance("cluster", cluster, Cluster, "make_cluster('dgx-a100', n_gpus)")
+    if plan is not None:
+        instance("plan", plan, Plan, "Plan(dp=..., tp=..., pp=...)")
+    instance("assumptions", assumptions, Assumptions, "DEFAULT.with_(...)")
 
 
 def most_loaded_stage(model: ModelSpec, plan: Plan, assumptions: Assumptions = DEFAULT) -> StageMemory:

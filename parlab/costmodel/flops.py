@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._check import fraction, positive
+from ._check import boolean, fraction, positive
 from .hardware import GPUSpec, get_gpu
 from .memory import get_precision
 from .models import ModelSpec
@@ -26,6 +26,7 @@ def megatron_flops_per_iteration(model: ModelSpec, global_batch: int, recompute:
     Both count matmuls only (2 FLOPs per multiply-add), as the paper does.
     """
     positive("global_batch", global_batch, integer=True)
+    boolean("recompute", recompute)
     B, s, L, h, V = global_batch, model.seq_len, model.layers, model.hidden, model.vocab  # L = l
     if recompute:
         return 96 * B * s * L * h**2 * (1 + s / (6 * h) + V / (16 * L * h))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._check import lookup
+from ._check import boolean, lookup, positive, text
 
 GiB = 2**30
 GB = 1e9
@@ -24,6 +24,13 @@ class GPUSpec:
     hbm_bytes_per_s: float
     bf16: bool = True
     source: str = ""
+
+    def __post_init__(self) -> None:
+        text("GPUSpec.name", self.name)
+        for field in ("memory_bytes", "half_flops", "fp32_flops", "hbm_bytes_per_s"):
+            positive(f"GPUSpec({self.name!r}).{field}", getattr(self, field))
+        boolean(f"GPUSpec({self.name!r}).bf16", self.bf16)
+        text(f"GPUSpec({self.name!r}).source", self.source)
 
     def peak_flops(self, compute_dtype: str) -> float:
         """Peak FLOP/s for ``compute_dtype`` in {'fp32', 'fp16', 'bf16', 'half'}."""

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._check import fraction, lookup, positive
+from parlab.tables import human_rate
+
+from ._check import fraction, lookup, positive, text
 
 GBIT = 1e9 / 8  # bytes per second in one Gb/s
 GBYTE = 1e9  # bytes per second in one GB/s
@@ -50,9 +52,12 @@ class LinkSpec:
     source: str = ""
 
     def __post_init__(self) -> None:
+        text("LinkSpec.name", self.name)
         positive(f"LinkSpec({self.name!r}).bandwidth", self.bandwidth)
         positive(f"LinkSpec({self.name!r}).latency", self.latency)
         fraction(f"LinkSpec({self.name!r}).efficiency", self.efficiency)
+        text(f"LinkSpec({self.name!r}).headline", self.headline)
+        text(f"LinkSpec({self.name!r}).source", self.source)
 
     @property
     def achievable(self) -> float:
@@ -128,5 +133,6 @@ def get_link(name: str | LinkSpec) -> LinkSpec:
 
 def custom_link(gbit: float, latency_us: float = 10.0, efficiency: float = 0.9, name: str = "") -> LinkSpec:
     """A network link given in Gb/s (e.g. the guide's 64 Gb/s in 4.4), latency in microseconds."""
-    return LinkSpec(name or f"{gbit:g}gbit", gbit_per_s(gbit), positive("latency_us", latency_us) * US,
-                    efficiency, f"{gbit:g} Gb/s = {gbit / 8:g} GB/s per direction", "user-defined")
+    bandwidth = gbit_per_s(gbit)
+    return LinkSpec(text("name", name) or f"{gbit:g}gbit", bandwidth, positive("latency_us", latency_us) * US,
+                    efficiency, f"{gbit:g} Gb/s = {human_rate(bandwidth)} per direction", "user-defined")

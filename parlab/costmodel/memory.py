@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._check import lookup, positive
+from ._check import boolean, canonical, lookup, positive
 from .models import ModelSpec
 
 
@@ -123,12 +123,28 @@ def model_state_memory(n_params: float, dtype: str = "mixed", optimizer: str = "
 RECOMPUTE = ("none", "selective", "full")
 
 
+def attention_score_bytes(model: ModelSpec, micro_batch: int = 1, tp: int = 1) -> float:
+    """Bytes one layer keeps for the attention scores, per micro-batch, on one of ``tp`` ranks.
+
+    Without FlashAttention (Korthikanti et al. 2022, Table 2): the softmax output 2 a s^2 b and,
+    with dropout, its 1-byte mask a s^2 b and the dropped-out probabilities 2 a s^2 b: 5 a s^2 b
+    (2 a s^2 b without dropout, where the softmax output itself feeds the product with V).
+    With FlashAttention (Dao et al. 2022, Sec. 3.1) the backward pass recomputes the scores from
+    Q, K, V, and only each row's softmax statistics are kept: the fp32 log-sum-exp, 4 a s b; any
+    dropout mask is regenerated from the RNG state. Split over the heads, so / t.
+    """
+    s, b, a = model.seq_len, micro_batch, model.heads
+    if model.flash_attention:
+        return 4 * a * s * b / tp
+    return (5 if model.dropout else 2) * a * s * s * b / tp
+
+
 def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int = 1,
                                sequence_parallel: bool = False, recompute: str = "none") -> float:
     """Activation bytes one transformer layer keeps for the backward pass, per micro-batch.
 
     Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
-    Table 2 (16-bit activations, 1-byte dropout masks), with s, b, h, a, t:
+    Table 2 (16-bit activations, 1-byte dropout masks), for GPT's block, with s, b, h, a, t:
 
     ========================  =====================================
     no parallelism            s b h (34 + 5 a s / h)
@@ -137,18 +153,32 @@ def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int =
     + selective recompute     drops the 5 a s / (h t) attention term
     full recompute            2 s b h (2 s b h / t with sequence parallel)
     ========================  =====================================
+
+    The same count, term by term, for any block (``ModelSpec``'s flags), in bytes:
+
+    * kept whole on every TP rank (split only by sequence parallelism): the inputs of the two
+      norms 4 s b h (LayerNorm or RMSNorm: both save their 16-bit input), of the QKV and the first
+      MLP matmul 2 s b h each, and with dropout the two 1-byte masks after attention and MLP 2 s b h;
+    * split by TP: Q, K, V 6 s b h and the attention output 2 s b h; the MLP's inner activations,
+      4 s b f for GeLU (its input and output, f = 4h: Table 2's 16 s b h), 6 s b f for SwiGLU (the
+      gate and up projections, from which the fused SwiGLU recomputes its SiLU, and their product,
+      the last matmul's input); and the attention scores (``attention_score_bytes``).
+
+    GPT's block comes to Table 2's 34 s b h + 5 a s^2 b; LLaMA's (SwiGLU, no dropout, FlashAttention)
+    to s b (16 h + 6 f) + 4 a s b.
     """
     positive("micro_batch", micro_batch, integer=True)
     positive("tp", tp, integer=True)
-    lookup("recompute", recompute, {r: r for r in RECOMPUTE})
-    s, b, h, a, t = model.seq_len, micro_batch, model.hidden, model.heads, tp
+    boolean("sequence_parallel", sequence_parallel)
+    recompute = canonical("recompute", recompute, RECOMPUTE)
+    s, b, h, f, t = model.seq_len, micro_batch, model.hidden, model.ffn, tp
     sbh = s * b * h
     if recompute == "full":
         return 2 * sbh / (t if sequence_parallel else 1)
-    attention_scores = 0.0 if recompute == "selective" else 5 * a * s / (h * t)
-    if sequence_parallel:
-        return sbh * (34 / t + attention_scores)
-    return sbh * (10 + 24 / t + attention_scores)
+    whole = sbh * (8 + (2 if model.dropout else 0))
+    split = 8 * sbh + s * b * f * (6 if model.gated_mlp else 4)
+    scores = 0.0 if recompute == "selective" else attention_score_bytes(model, b, t)
+    return whole / (t if sequence_parallel else 1) + split / t + scores
 
 
 def bytes_per_param(dtype: str = "mixed", optimizer: str = "adam") -> float:
@@ -170,9 +200,10 @@ def activation_bytes(model: ModelSpec, micro_batch: int = 1, recompute: str = "n
 
     l layers x ``activation_bytes_per_layer`` plus what lives outside the layers (Korthikanti
     et al. 2022, Section 4.3, as coded in Megatron-LM's theoretical_memory_usage.py): the token
-    ids 8sb, the embedding dropout mask sbh, and the inputs of the output layer and the
-    cross-entropy loss 4sbh(1 + V/h) (fp32 logits).
+    ids 8sb, the embedding dropout mask sbh (with dropout), and the inputs of the output layer and
+    the cross-entropy loss 4sbh(1 + V/h) (fp32 logits).
     """
     s, b, h, V = model.seq_len, micro_batch, model.hidden, model.vocab
     layers = model.layers * activation_bytes_per_layer(model, micro_batch, recompute=recompute)
-    return layers + 8 * s * b + s * b * h + 4 * s * b * h * (1 + V / h)
+    mask = s * b * h if model.dropout else 0
+    return layers + 8 * s * b + mask + 4 * s * b * h * (1 + V / h)

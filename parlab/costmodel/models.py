@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from parlab.tables import human_count
 
-from ._check import positive
+from ._check import boolean, non_negative, normalize, positive, text
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,14 @@ class ModelSpec:
     and LayerNorm with a bias; False means RMSNorm without one), ``learned_pos`` (an s x h
     position table), ``tied_embeddings`` (the output layer reuses the input embedding),
     ``embedding_norm`` (a LayerNorm right after the embedding, as in BLOOM).
+
+    Two more flags shape only the activations a layer keeps (``memory.activation_bytes_per_layer``):
+    ``dropout`` (dropout on the attention probabilities and after attention and the MLP, so 1-byte
+    masks are stored, as in GPT-3 and Korthikanti et al. 2022, Table 2; LLaMA trains without
+    dropout) and ``flash_attention`` (FlashAttention, Dao et al. 2022: the s x s scores are never
+    stored, only each row's softmax statistics). RMSNorm keeps the same 16-bit input as LayerNorm.
+    The defaults are GPT's block as Table 2 counts it; the LLaMA presets turn dropout off and
+    FlashAttention on, as nearly every modern run does.
     """
 
     name: str
@@ -36,12 +44,18 @@ class ModelSpec:
     tied_embeddings: bool = True
     embedding_norm: bool = False
     source: str = ""
+    dropout: bool = True
+    flash_attention: bool = False
 
     def __post_init__(self) -> None:
+        text("ModelSpec.name", self.name)
         for field in ("layers", "hidden", "heads", "seq_len", "vocab"):
             positive(f"ModelSpec.{field}", getattr(self, field), integer=True)
-        if self.ffn_hidden < 0:
-            raise ValueError(f"ModelSpec.ffn_hidden must be >= 0 (0 means 4h), got {self.ffn_hidden}")
+        non_negative("ModelSpec.ffn_hidden (0 means 4h)", self.ffn_hidden, integer=True)
+        for field in ("gated_mlp", "bias", "learned_pos", "tied_embeddings", "embedding_norm", "dropout",
+                      "flash_attention"):
+            boolean(f"ModelSpec.{field}", getattr(self, field))
+        text("ModelSpec.source", self.source)
         if self.hidden % self.heads:
             raise ValueError(
                 f"hidden size {self.hidden} must be divisible by the number of heads {self.heads}"
@@ -111,8 +125,12 @@ def megatron_eq2_params(m: ModelSpec) -> float:
 
 
 # -- presets -------------------------------------------------------------------------------------
-_GPT = dict(bias=True, learned_pos=True, tied_embeddings=True)
-_LLAMA = dict(gated_mlp=True, bias=False, learned_pos=False, tied_embeddings=False)
+# GPT-3 (2020): GeLU MLP of 4h, LayerNorm with biases, dropout, no FlashAttention (it came in 2022):
+# the block of Korthikanti et al. 2022, Table 2. LLaMA: SwiGLU of width f, RMSNorm, no biases, no
+# dropout; trained with memory-efficient attention (xformers), so FlashAttention on.
+_GPT = dict(bias=True, learned_pos=True, tied_embeddings=True, dropout=True, flash_attention=False)
+_LLAMA = dict(gated_mlp=True, bias=False, learned_pos=False, tied_embeddings=False, dropout=False,
+              flash_attention=True)
 
 MODELS: dict[str, ModelSpec] = {
     m.name: m
@@ -129,8 +147,9 @@ MODELS: dict[str, ModelSpec] = {
                   source="Touvron et al. 2023 (LLaMA), Table 2; HF config"),
         ModelSpec("llama-65b", 80, 8192, 64, 2048, 32000, 22016, **_LLAMA,
                   source="Touvron et al. 2023 (LLaMA), Table 2; HF config"),
+        # BLOOM ran Megatron-DeepSpeed's fused softmax, not FlashAttention (released after the run began)
         ModelSpec("bloom-176b", 70, 14336, 112, 2048, 250880, bias=True, learned_pos=False,
-                  tied_embeddings=True, embedding_norm=True,
+                  tied_embeddings=True, embedding_norm=True, flash_attention=False,
                   source="BigScience 2022 (BLOOM), Table 3; HF config"),
         ModelSpec("chatglm-6b", 28, 4096, 32, 2048, 130528, bias=True, learned_pos=False,
                   tied_embeddings=True, source="THUDM ChatGLM-6B, HF config"),
@@ -166,6 +185,8 @@ def gpt_like(n_params: float, seq_len: int = 2048, vocab: int = 51200) -> ModelS
     depth is then l = round((N - embeddings) / (12h^2 + 13h)) (Eq. 2 solved for l).
     """
     positive("n_params", n_params)
+    positive("seq_len", seq_len, integer=True)
+    positive("vocab", vocab, integer=True)
     best = None
     for h, a, l_ref in _LADDER:
         per_layer = 12 * h * h + 13 * h
@@ -175,8 +196,12 @@ def gpt_like(n_params: float, seq_len: int = 2048, vocab: int = 51200) -> ModelS
             best = (score, h, a, depth)
     _, h, a, depth = best
     name = f"gpt-{human_count(n_params, 3)}".lower()
-    return ModelSpec(name, depth, h, a, seq_len, vocab, **_GPT,
+    spec = ModelSpec(name, depth, h, a, seq_len, vocab, **_GPT,
                      source="GPT-style shape fitted to the size (parlab.costmodel.models.gpt_like)")
+    if not 0.8 <= spec.num_params() / n_params <= 1.25:  # below one layer + embeddings: no such shape
+        raise ValueError(f"n_params={n_params:g} is too small for a GPT-style shape with a {vocab:,}-token "
+                         f"vocabulary: the smallest gpt_like builds has {human_count(spec.num_params())} parameters")
+    return spec
 
 
 def get_model(name: str | ModelSpec) -> ModelSpec:
@@ -184,7 +209,9 @@ def get_model(name: str | ModelSpec) -> ModelSpec:
     exists, else ``gpt_like``), or a ModelSpec (returned as is)."""
     if isinstance(name, ModelSpec):
         return name
-    key = str(name).strip().lower()
+    if not isinstance(name, str):
+        raise TypeError(f"model must be a preset name, a size such as '7B' or a ModelSpec, got {name!r}")
+    key = normalize(name)
     if key in MODELS:
         return MODELS[key]
     if _SIZE.match(key):

@@ -5,15 +5,40 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ._check import lookup, positive
+from ._check import boolean, canonical, instance, non_negative, positive
 from .cluster import Cluster
-from .memory import RECOMPUTE
+from .memory import OPTIMIZERS, RECOMPUTE
 from .models import ModelSpec
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 OFFLOADS = ("none", "optimizer", "optimizer+params")
 DTYPES = ("fp32", "fp16", "bf16")
 ZERO_STAGES = (0, 1, 2, 3)
+TRAINING_OPTIMIZERS = tuple(o for o in OPTIMIZERS if o != "none")
+
+#: The one vocabulary of training precisions (the CLI's ``--dtype`` everywhere, and ``Plan``):
+#: spelling -> (model-state precision in ``memory.PRECISIONS``, compute dtype of a ``Plan`` or
+#: None when a plan cannot model it, gradients kept in fp32). 'bf16' and 'fp16' mean mixed
+#: precision (16-bit weights and gradients, fp32 master weights and Adam states: Micikevicius
+#: et al. 2018), as the field uses the words; training with no fp32 copy at all is 'pure-bf16'.
+TRAINING_DTYPES: dict[str, tuple[str, str | None, bool]] = {
+    "bf16": ("mixed", "bf16", False),
+    "fp16": ("mixed", "fp16", False),
+    "fp32": ("fp32", "fp32", False),
+    "mixed": ("mixed", "bf16", False),
+    "mixed-fp32-grad": ("mixed-fp32-grad", "bf16", True),
+    "pure-bf16": ("bf16", None, False),
+    "pure-fp16": ("fp16", None, False),
+}
+DTYPE_ALIASES = {"amp": "mixed", "bf16-mixed": "bf16", "mixed-bf16": "bf16", "fp16-mixed": "fp16",
+                 "mixed-fp16": "fp16", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
+                 "float32": "fp32", "float": "fp32", "mixed-fp32": "mixed-fp32-grad",
+                 "mixed-fp32-grads": "mixed-fp32-grad", "bf16-pure": "pure-bf16", "fp16-pure": "pure-fp16"}
+
+
+def training_dtype(name: str) -> tuple[str, str | None, bool]:
+    """(precision, compute dtype, fp32 gradients) of a ``--dtype`` spelling (``TRAINING_DTYPES``)."""
+    return TRAINING_DTYPES[canonical("dtype", name, TRAINING_DTYPES, DTYPE_ALIASES)]
 
 
 @dataclass(frozen=True)
@@ -27,6 +52,9 @@ class Plan:
     ``dtype`` is the compute type: 'fp16' and 'bf16' mean mixed precision (16-bit weights and
     gradients, fp32 master weights and Adam states); ``fp32_grads`` accumulates and reduces
     gradients in fp32 (Megatron-LM's main_grad, DeepSpeed's bf16 optimizer).
+
+    Names are normalised where they enter: ``schedule="GPipe"`` is ``"gpipe"``, ``dtype="mixed"``
+    is ``"bf16"`` (any spelling of ``TRAINING_DTYPES``), so every spelling gives the same numbers.
     """
 
     dp: int = 1
@@ -48,16 +76,25 @@ class Plan:
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "micro_batch", "chunks"):
             positive(name, getattr(self, name), integer=True)
-        lookup("schedule", self.schedule, {s: s for s in SCHEDULES})
-        lookup("recompute", self.recompute, {r: r for r in RECOMPUTE})
-        lookup("offload", self.offload, {o: o for o in OFFLOADS})
-        lookup("dtype", self.dtype, {d: d for d in DTYPES})
-        if self.zero not in ZERO_STAGES or isinstance(self.zero, bool):
+        if non_negative("ZeRO stage", self.zero, integer=True) not in ZERO_STAGES:
             raise ValueError(f"ZeRO stage must be one of 0, 1, 2, 3, got {self.zero!r}")
-        if self.global_batch is not None:
-            positive("global_batch", self.global_batch, integer=True)
-        if self.micro_batches is not None:
-            positive("micro_batches", self.micro_batches, integer=True)
+        for name in ("global_batch", "micro_batches"):
+            if getattr(self, name) is not None:
+                positive(name, getattr(self, name), integer=True)
+        boolean("sequence_parallel", self.sequence_parallel)
+        boolean("fp32_grads", self.fp32_grads)
+        spelled = self.dtype
+        _, compute, fp32_grads = training_dtype(spelled)
+        if compute is None:
+            raise ValueError(f"dtype {spelled!r} keeps no fp32 master weights, which a Plan does not model; "
+                             f"allowed: {', '.join(n for n, v in TRAINING_DTYPES.items() if v[1])}")
+        _set(self, "dtype", compute)
+        _set(self, "fp32_grads", bool(self.fp32_grads) or fp32_grads)
+        _set(self, "schedule", canonical("schedule", self.schedule, SCHEDULES))
+        _set(self, "recompute", canonical("recompute", self.recompute, RECOMPUTE))
+        _set(self, "offload", canonical("offload", self.offload, OFFLOADS))
+        _set(self, "optimizer", canonical("optimizer", self.optimizer, TRAINING_OPTIMIZERS))
+        _set(self, "sequence_parallel", bool(self.sequence_parallel))
         per_step = self.dp * self.micro_batch
         if self.global_batch is not None and self.global_batch % per_step:
             raise ValueError(f"global batch {self.global_batch} is not divisible by dp x micro_batch = "
@@ -138,8 +175,15 @@ class Plan:
         return " ".join(parts)
 
 
+def _set(plan: Plan, field: str, value) -> None:
+    object.__setattr__(plan, field, value)  # frozen: normalise once, in __post_init__
+
+
 def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
     """Raise ValueError naming the rule if ``plan`` cannot run ``model`` on ``cluster``."""
+    instance("model", model, ModelSpec, "a preset: get_model('gpt3-175b')")
+    instance("cluster", cluster, Cluster, "make_cluster('dgx-a100', n_gpus)")
+    instance("plan", plan, Plan)
     if plan.n_gpus != cluster.n_gpus:
         raise ValueError(f"dp x tp x pp must equal the number of GPUs: {plan.dp} x {plan.tp} x {plan.pp} "
                          f"= {plan.n_gpus} != {cluster.n_gpus}")

@@ -56,6 +56,39 @@ def stage_params(model: ModelSpec, tp: int, pp: int, stage: str) -> float:
     return n
 
 
+def zero3_units(model: ModelSpec, tp: int = 1) -> list[float]:
+    """Parameters of each unit ZeRO-3 gathers, on one of ``tp`` TP ranks, in forward order.
+
+    FSDP wraps each transformer block as a unit and leaves the embeddings to the root unit;
+    DeepSpeed's stage 3 gathers module by module in the order it traced. Both come to: the input
+    embedding (V h / t, the position table, BLOOM's embedding norm), the l blocks
+    (``layer_params_per_gpu``), and the output end (the final norm and the output layer V h / t,
+    which with tied embeddings is the embedding matrix gathered again for the logits).
+    """
+    h, V = model.hidden, model.vocab
+    norm = 2 * h if model.bias else h
+    embedding = V * h / tp + (model.seq_len * h if model.learned_pos else 0) + (norm if model.embedding_norm else 0)
+    return [embedding, *[layer_params_per_gpu(model, tp)] * model.layers, norm + V * h / tp]
+
+
+def zero3_gathered_params(model: ModelSpec, tp: int = 1) -> float:
+    """Parameters ZeRO-3 holds gathered in full at its peak, on top of its 1/dp shard.
+
+    The unit in use and the next one, prefetched while the first computes: PyTorch FSDP's
+    ``forward_prefetch`` / ``BackwardPrefetch.BACKWARD_PRE`` prefetch exactly one unit ahead
+    (torch.distributed.fsdp, Zhao et al. 2023, "PyTorch FSDP", Section 3.3); DeepSpeed's
+    ``stage3_prefetch_bucket_size`` and ``stage3_max_live_parameters`` (deepspeed/runtime/zero/
+    partitioned_param_coordinator.py) bound the same look-ahead by a parameter count, which for a
+    transformer block of a large model is about one block. So: the largest sum of two units next to
+    each other in execution order (``zero3_units``), which for a deep model is two blocks and for a
+    model of one or two layers includes the embedding, and never more than the model's own weights
+    (the units are disjoint parts of it).
+    """
+    units = zero3_units(model, tp)
+    pairs = max(a + b for a, b in zip(units, units[1:], strict=False))
+    return min(pairs, stage_params(model, tp, 1, "first"))
+
+
 def zero_model_states(n_params: float, dp: int, stage: int, dtype: str = "mixed",
                       optimizer: str = "adam") -> ModelStateMemory:
     """Model-state bytes per GPU with ZeRO stage 0-3 over ``dp`` data-parallel ranks.
@@ -84,7 +117,10 @@ def in_flight_microbatches(plan: Plan, stage: str) -> float:
     Narayanan et al. 2021): stage i holds at most p - i, so the first holds min(p, m), the last
     1. Interleaved with v chunks: the first stage holds p (1 + (p-1)/(p v)) (Korthikanti et al.
     2022, Section 4.2.3), the last p - (p-1)/v (Megatron-LM's warm-up count,
-    (p - 1 - rank) 2 + (v - 1) p chunk forwards, plus the one in progress).
+    (p - 1 - rank) 2 + (v - 1) p chunk forwards, plus the one in progress), both capped at m:
+    Megatron caps the warm-up at all m v chunk forwards (``get_pp_rank_microbatches``), so with
+    m = p the first stage holds m. With p = 1 there is no pipeline: the m micro-batches are
+    gradient accumulation (Megatron's ``forward_backward_no_pipelining``), one held at a time.
     """
     p, m, v = plan.pp, plan.m, plan.chunks
     if p == 1:
@@ -93,7 +129,7 @@ def in_flight_microbatches(plan: Plan, stage: str) -> float:
         return float(m)
     if plan.schedule == "1f1b":
         return float(min(p, m)) if stage == "first" else 1.0
-    return p + (p - 1) / v if stage == "first" else p - (p - 1) / v
+    return min(p + (p - 1) / v, m) if stage == "first" else min(p - (p - 1) / v, m)
 
 
 @dataclass(frozen=True)
@@ -116,7 +152,7 @@ def stage_activations(model: ModelSpec, plan: Plan, stage: str) -> StageActivati
 
     Per layer: Korthikanti et al. 2022, Table 2 (``activation_bytes_per_layer``). Outside the
     layers (Section 4.3; Megatron-LM theoretical_memory_usage.py): the first stage keeps the
-    token ids 8 s b and the embedding-dropout mask s b h (/t with SP) per micro-batch in flight;
+    token ids 8 s b and, with dropout, the embedding-dropout mask s b h (/t with SP) per micro-batch in flight;
     the last keeps the output layer's input and the fp32 logits for the loss,
     4 s b (h + V/t) (h/t with SP). Full recompute adds the working set of the one layer being
     recomputed (its Table 2 activations without recompute).
@@ -128,7 +164,7 @@ def stage_activations(model: ModelSpec, plan: Plan, stage: str) -> StageActivati
     layers = n * stage_layers(model, plan.pp) * per_layer
     ends = 0.0
     if stage == "first" or plan.pp == 1:
-        ends += n * (8 * s * b + s * b * h / t_sp)
+        ends += n * (8 * s * b + (s * b * h / t_sp if model.dropout else 0))
     if stage == "last" or plan.pp == 1:
         ends += 4 * s * b * (h / t_sp + V / t)
     working = 0.0
@@ -138,9 +174,41 @@ def stage_activations(model: ModelSpec, plan: Plan, stage: str) -> StageActivati
 
 
 # -- one GPU --------------------------------------------------------------------------------------
+def fp32_gradient_copy(shard: float, plan: Plan) -> float:
+    """Bytes of the fp32 gradients the optimizer step makes from 16-bit ones, on the GPU, for the
+    ``shard`` parameters it updates: 4 B each, held only while the step runs (after the backward
+    pass, when the activations are freed).
+
+    Which framework's accounting each precision follows:
+
+    * 16-bit gradients (``Plan.fp32_grads=False``, the default): the ZeRO paper's 2 + 2 + 12
+      bytes/param (Rajbhandari et al. 2020, Sec. 3.1) plus this transient copy. DeepSpeed's ZeRO
+      optimizers convert the rank's gradient partition to fp32 before the update
+      (``stage_1_and_2.py`` ``step``; ``stage3.py`` ``_prepare_fp32_grad_for_sub_group``, which
+      frees the 16-bit gradients only once the copy exists) and their estimators budget it:
+      18 Psi / N for ZeRO-3 (2 + 12 + 4), 16 Psi / N for the sharded part of ZeRO-2 (12 + 4)
+      (``estimate_zero3_model_states_mem_needs`` / ``estimate_zero2_model_states_mem_needs``).
+      Megatron-LM's fp16 optimizer does the same without ZeRO (``main_param.grad =
+      model_grad.float()``), so with ZeRO-0 the copy covers every parameter the GPU holds.
+    * fp32 gradients (``fp32_grads=True``, dtype 'mixed-fp32-grad'): Megatron-LM's ``main_grad``
+      (accumulate_allreduce_grads_in_fp32, its default with bf16) and DeepSpeed's bf16 optimizer
+      keep fp32 gradients all the time, 2 + 4 + 12 = 18 bytes/param: no copy is made.
+    * fp32 training, or an optimizer offloaded to the CPU (ZeRO-Offload: the fp32 gradients live
+      on the host, ``stage_memory``): nothing on the GPU.
+    """
+    if plan.dtype == "fp32" or plan.fp32_grads or plan.offload != "none":
+        return 0.0
+    return 4.0 * shard
+
+
 @dataclass(frozen=True)
 class StageMemory:
-    """Bytes on one GPU of a pipeline stage, by term, and what was offloaded to the CPU."""
+    """Bytes on one GPU of a pipeline stage, by term, and what was offloaded to the CPU.
+
+    ``grads`` are the gradients held through the step; ``step_grads`` the fp32 copy the optimizer
+    step makes (``fp32_gradient_copy``). The step runs after the activations are freed, so the
+    peak is the larger of the two moments: ``step_extra`` is what the copy adds above the
+    backward pass's peak, max(0, step_grads - activations)."""
 
     stage: str
     params: float  # parameters this GPU's shard covers (before ZeRO)
@@ -150,29 +218,118 @@ class StageMemory:
     activations: StageActivations
     buffers: float
     cpu: float
+    step_grads: float = 0.0
+
+    @property
+    def step_extra(self) -> float:
+        return max(0.0, self.step_grads - self.activations.total)
 
     @property
     def total(self) -> float:
-        return self.weights + self.grads + self.optimizer + self.activations.total + self.buffers
+        return (self.weights + self.grads + self.optimizer + self.activations.total + self.step_extra
+                + self.buffers)
 
 
 def stage_memory(model: ModelSpec, plan: Plan, stage: str, assumptions: Assumptions) -> StageMemory:
     """Memory of one GPU of the 'first' or 'last' stage: its TP/PP shard of the model states,
-    divided by ZeRO over the DP group (not over all GPUs), its activations, and the allowance
-    for runtime buffers and allocator fragmentation (``Assumptions``)."""
+    divided by ZeRO over the DP group (not over all GPUs), its activations, the optimizer step's
+    transient fp32 gradients (``fp32_gradient_copy``), and the allowance for runtime buffers and
+    allocator fragmentation (``Assumptions``).
+
+    Offload (ZeRO-Offload, Ren et al. 2021, Sec. 4: fp32 master weights, Adam states and fp32
+    gradients live on the host, where CPU-Adam updates them): the GPU keeps no optimizer states
+    and, from ZeRO-2 on, no gradient shard either (each micro-batch's reduced partition is copied
+    to the host's fp32 buffer and accumulated there; with ZeRO-1 the 16-bit gradients accumulate
+    on the GPU un-sharded). The CPU holds 12 + 4 = 16 bytes per parameter of the shard
+    (``estimate_zero2_model_states_mem_needs`` with cpu_offload: 16 Psi over the node's GPUs), and
+    with the parameters offloaded too (ZeRO-Infinity) their 16-bit shard, 18 bytes.
+    """
     params = stage_params(model, plan.tp, plan.pp, stage)
     states = zero_model_states(params, plan.dp, plan.zero, plan.precision, plan.optimizer)
     weights, grads = states.weights, states.grads
     optimizer = states.master + states.optimizer_states
+    shard = params / (plan.dp if plan.zero >= 1 else 1)
     cpu = 0.0
-    if plan.zero == 3:  # the layer in use and the prefetched next one are gathered in full
-        weights += 2 * layer_params_per_gpu(model, plan.tp) * get_precision(plan.precision).weight
+    if plan.zero == 3:  # the unit in use and the prefetched next one are gathered in full
+        weights += zero3_gathered_params(model, plan.tp) * get_precision(plan.precision).weight
     if plan.offload != "none":
-        cpu, optimizer = optimizer, 0.0
+        cpu, optimizer = optimizer + 4.0 * shard, 0.0  # + the fp32 gradients of the shard
+        if plan.zero >= 2:
+            grads = 0.0
     if plan.offload == "optimizer+params":
         cpu += states.weights
         weights -= states.weights
     acts = stage_activations(model, plan, stage)
-    rest = weights + grads + optimizer + acts.total
+    step_grads = fp32_gradient_copy(shard, plan)
+    rest = weights + grads + optimizer + acts.total + max(0.0, step_grads - acts.total)
     buffers = assumptions.runtime_bytes + assumptions.fragmentation * rest
-    return StageMemory(stage, params, weights, grads, optimizer, acts, buffers, cpu)
+    return StageMemory(stage, params, weights, grads, optimizer, acts, buffers, cpu, step_grads)
+
+
+# -- when ZeRO-3 holds more than ZeRO-2 ----------------------------------------------------------
+@dataclass(frozen=True)
+class Zero3VsZero2:
+    """Weight bytes per GPU under ZeRO-2 (every weight, 16-bit) and ZeRO-3 (a 1/dp shard plus the
+    gathered units); gradients and optimizer states are sharded alike by both, so the weights
+    decide which peak is higher."""
+
+    model: ModelSpec
+    dp: int
+    tp: int
+    params: float  # parameters on one TP rank
+    gathered: float  # parameters ZeRO-3 holds gathered (zero3_gathered_params)
+    weight_bytes: int  # bytes per 16-bit (or fp32) weight
+
+    @property
+    def zero2_weights(self) -> float:
+        return self.params * self.weight_bytes
+
+    @property
+    def zero3_weights(self) -> float:
+        return (self.params / self.dp + self.gathered) * self.weight_bytes
+
+    @property
+    def excess(self) -> float:
+        """ZeRO-3's weight bytes minus ZeRO-2's (> 0: ZeRO-3's peak is the higher one)."""
+        return self.zero3_weights - self.zero2_weights
+
+    @property
+    def break_even_dp(self) -> int | None:
+        """The smallest dp at which ZeRO-3 holds no more than ZeRO-2: P/dp + G <= P, so
+        dp >= P / (P - G); None when the gathered units are the whole model (never)."""
+        if self.gathered >= self.params:
+            return None
+        return max(2, math.ceil(self.params / (self.params - self.gathered) - 1e-12))
+
+    def note(self, width: int | None = None) -> str:
+        """Two sentences a chapter can print: which is higher, by how much, and why (wrapped at
+        ``width`` characters if given)."""
+        if width is not None:
+            import textwrap
+
+            return textwrap.fill(self.note(), width, break_on_hyphens=False)
+        from parlab.tables import human_bytes, human_count
+
+        share = self.gathered / self.params
+        why = (f"ZeRO-3 keeps 1/{self.dp} of the {human_count(self.params)} weights but gathers the unit in "
+               f"use and the prefetched next one in full ({human_count(self.gathered)} parameters, "
+               f"{share:.0%} of the model)")
+        if self.excess <= 0:
+            return (f"{self.model.name} at dp={self.dp}: ZeRO-3 holds {human_bytes(-self.excess, 'auto')} less "
+                    f"weight memory than ZeRO-2. {why}.")
+        fix = (f"it pays from dp={self.break_even_dp}" if self.break_even_dp else
+               "with this few layers it never pays")
+        return (f"{self.model.name} at dp={self.dp}: ZeRO-3's peak is {human_bytes(self.excess, 'auto')} above "
+                f"ZeRO-2's. {why}, more than the {1 - 1 / self.dp:.0%} that sharding saves; {fix}.")
+
+
+def zero3_vs_zero2(model: ModelSpec, dp: int, tp: int = 1, dtype: str = "bf16") -> Zero3VsZero2:
+    """ZeRO-3 against ZeRO-2 for ``model`` over ``dp`` ranks (``Zero3VsZero2``): for a deep model
+    ZeRO-3 holds far less; for a model of a few layers over few ranks it can hold more."""
+    from .plan import training_dtype
+
+    positive("dp", dp, integer=True)
+    positive("tp", tp, integer=True)
+    precision = get_precision(training_dtype(dtype)[0])
+    return Zero3VsZero2(model, dp, tp, stage_params(model, tp, 1, "first"), zero3_gathered_params(model, tp),
+                        precision.weight)

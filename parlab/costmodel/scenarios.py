@@ -7,14 +7,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ._check import canonical, choices, fraction, non_negative, positive
 from .assumptions import DEFAULT, Assumptions
 from .cluster import make_cluster
 from .collectives import ring_time
 from .estimate import Estimate, estimate
-from .links import GBIT, US, get_link
-from .memory import get_precision
+from .links import GBIT, US, LinkSpec, get_link
+from .memory import RECOMPUTE, get_precision
 from .models import ModelSpec, get_model
-from .plan import Plan
+from .plan import Plan, training_dtype
 from .search import search
 
 
@@ -41,9 +42,11 @@ class ScalingPoint:
 
 def zero3_vs_3d(model: str | ModelSpec, gpu_counts: Sequence[int], global_batch: int, *, kind: str = "dgx-a100",
                 assumptions: Assumptions = DEFAULT, dtype: str = "bf16") -> list[ScalingPoint]:
-    """Guide 1.17 (Narayanan et al. 2021, Figure 10): at a fixed global batch, the best ZeRO-3
-    plan without model parallelism (tp = pp = 1) against the best 3D plan (TP + PP + DP with
-    ZeRO-0/1), as the GPU count grows and the batch per GPU shrinks."""
+    """Guide 1.17 (Narayanan et al. 2021, Sec. 5.2, Table 2 / Figure 10): at a fixed global batch,
+    the best ZeRO-3 plan without model parallelism (tp = pp = 1) against the best 3D plan (TP + PP +
+    DP with ZeRO-0/1), as the GPU count grows and the batch per GPU shrinks. ZeRO-3 loses because
+    its per-group gathers hide behind less compute and pay a ring latency that grows with the GPU
+    count (``step_time.zero3_exposed``); ``validation.megatron_zero3`` holds it to the paper."""
     model = get_model(model)
     out = []
     for n in gpu_counts:
@@ -59,6 +62,11 @@ def comm_time_vs_bandwidth(nbytes: float, n: int, gbits: Sequence[float], op: st
                            latency_us: float = 10.0, efficiency: float = 0.9) -> list[float]:
     """Seconds of a ring ``op`` of ``nbytes`` among ``n`` ranks, one rank per node, at each network
     speed in Gb/s (guide 4.4: 64 vs 800 Gb/s)."""
+    non_negative("nbytes", nbytes)
+    positive("n", n, integer=True)
+    gbits = choices("gbits", gbits, positive)
+    non_negative("latency_us", latency_us)
+    fraction("efficiency", efficiency)
     return [ring_time(op, nbytes, n, g * GBIT * efficiency, latency_us * US) for g in gbits]
 
 
@@ -76,7 +84,11 @@ def zero3_traffic_per_step(n_params: float, dp: int, dtype: str = "bf16", micro_
     forward and again for the backward (and the recompute), reduce-scatter the gradients -
     3 Psi elements (ZeRO paper, Sec. 7.2.2), 4 Psi with full recompute, each ring collective
     moving (n-1)/n of its buffer."""
-    prec = get_precision("fp32" if dtype == "fp32" else "mixed")
+    positive("n_params", n_params)
+    positive("dp", dp, integer=True)
+    positive("micro_batches", micro_batches, integer=True)
+    recompute = canonical("recompute", recompute, RECOMPUTE)
+    prec = get_precision("fp32" if training_dtype(dtype)[0] == "fp32" else "mixed")
     gathers = 3 if recompute == "full" else 2
     per = n_params * (gathers * prec.weight + prec.grad)
     return micro_batches * per * (dp - 1) / dp
@@ -101,7 +113,7 @@ def guide_1_19(model: str | ModelSpec = "llama-65b", nodes: int = 2, link: str =
     """65B with ZeRO-3 on ``nodes`` commodity nodes (8 GPUs on PCIe, one ``link`` port each)."""
     model = get_model(model)
     psi = float(model.num_params())
-    n = 8 * nodes
+    n = 8 * positive("nodes", nodes, integer=True)
     rate = get_link(link).bandwidth
     cluster = make_cluster("pcie-10gbe", n, inter=link)
     plan = Plan(dp=n, zero=3, micro_batch=1, recompute="full", dtype="bf16")
@@ -117,3 +129,134 @@ def advice(model: str | ModelSpec, n_gpus: int, global_batch: int, kinds: Sequen
     model = get_model(model)
     return {k: search(model, make_cluster(k, n_gpus), global_batch, top=top, assumptions=assumptions).ranked
             for k in kinds}
+
+
+# -- guide 1.18 / 3.4 against the advisor: when TP without NVLink wins ---------------------------
+@dataclass(frozen=True)
+class TPWithoutNVLink:
+    """The advisor's fastest plan and its fastest plan without TP on a cluster whose GPUs talk over
+    PCIe inside a node, at the modelled PCIe speed and at ``slowdown`` times slower (real PCIe
+    all-reduces often reach less than the model's 75% of line rate: GPUs behind one switch or on
+    two CPU sockets share the path)."""
+
+    model: ModelSpec
+    kind: str
+    n_gpus: int
+    global_batch: int
+    intra_per_gpu: float  # bytes/s one GPU gets inside a node (achievable)
+    network_per_gpu: float  # bytes/s one GPU gets between nodes when all GPUs of a node talk
+    rows: list[tuple[float, Estimate, Estimate]]  # (PCIe slowdown, fastest plan, fastest with tp = 1)
+
+    @property
+    def speed_ratio(self) -> float:
+        """How many times faster a GPU's PCIe share is than its share of the node's network."""
+        return self.intra_per_gpu / self.network_per_gpu
+
+    @property
+    def tp_wins_up_to(self) -> float | None:
+        """The largest slowdown tried at which the fastest plan still uses TP (None: never)."""
+        wins = [k for k, best, _ in self.rows if best.plan.tp > 1]
+        return max(wins) if wins else None
+
+    def table(self) -> tuple[list[list[object]], list[str]]:
+        """(rows, headers): per PCIe slowdown, the fastest plan, its TP term, and the tp = 1 plan."""
+        out = [[f"{k:g}x", b.plan.describe(), round(b.step_time, 1), round(b.time.tp_comm, 1),
+                round(t1.step_time, 1)] for k, b, t1 in self.rows]
+        return out, ["PCIe slower by", "fastest plan", "step (s)", "of which TP (s)", "best tp=1 (s)"]
+
+
+def tp_without_nvlink(model: str | ModelSpec = "gpt3-175b", n_gpus: int = 1024, global_batch: int = 1536,
+                      kind: str = "pcie-10gbe", slowdowns: Sequence[float] = (1, 2, 4),
+                      assumptions: Assumptions = DEFAULT) -> TPWithoutNVLink:
+    """Guide 1.18 says TP needs NVLink. On ``kind`` (PCIe inside a node, one slow NIC per node)
+    the advisor may still pick TP: each GPU's PCIe share is ~170x its share of a 10 GbE port, so
+    TP's traffic inside a node is cheap next to anything that crosses nodes, and TP shrinks what
+    does cross (each GPU's gradient shard, the pipeline's sends) and the memory that otherwise
+    forces full recompute or a deep pipeline with few micro-batches (a large bubble). Rerun at
+    ``slowdowns`` times slower PCIe to see how robust that choice is."""
+    model = get_model(model)
+    base = make_cluster(kind, n_gpus)
+    rows = []
+    for k in slowdowns:
+        intra = base.intra if k == 1 else LinkSpec(f"{base.intra.name}/{k:g}", base.intra.bandwidth / k,
+                                                     base.intra.latency, base.intra.efficiency)
+        result = search(model, make_cluster(kind, n_gpus, intra=intra), global_batch, assumptions=assumptions)
+        no_tp = [e for e in result.ranked if e.plan.tp == 1]
+        rows.append((float(k), result.best(), no_tp[0] if no_tp else None))
+    return TPWithoutNVLink(model, base.name, n_gpus, global_batch, base.intra.achievable, base.net_share_per_gpu,
+                           rows)
+
+
+# -- ZeRO-3 against the advisor's first plan (guide 1.17) -----------------------------------------
+@dataclass(frozen=True)
+class Zero3Ranking:
+    """The advisor's fastest ZeRO-3 plan beside its fastest plan without ZeRO-3, and the ZeRO-3 plan
+    that perfect overlap would have put first (``Assumptions.zero3_overlap = 1``), priced both ways.
+
+    With perfect prefetching a ZeRO-3 plan (dp=256 tp=4 for GPT-3 175B on 1,024 A100s) tied the
+    3D plans: every byte of its traffic hid behind compute. Priced group by group, with the ring's
+    (dp - 1) alpha per collective and half of the overlapped time hidden, its gathers are exposed
+    and a TP x PP x DP plan with ZeRO-1 ranks first, as in the published runs at that scale."""
+
+    zero3: Estimate  # the fastest ZeRO-3 plan
+    other: Estimate  # the fastest plan with ZeRO-0/1/2
+    optimistic: Estimate  # the fastest ZeRO-3 plan under perfect overlap, priced with it
+    optimistic_now: Estimate  # the same plan priced with the given assumptions
+
+    @property
+    def first(self) -> Estimate:
+        """What ``search`` ranks first of the two."""
+        return self.zero3 if self.zero3.step_time <= self.other.step_time else self.other
+
+    @property
+    def traffic(self) -> float:
+        """Seconds of the fastest ZeRO-3 plan's collectives per step (all of them, hidden or not)."""
+        return self.zero3.time.facts["dp_total"]
+
+    @property
+    def hidden(self) -> float:
+        return self.zero3.time.facts["dp_hidden"]
+
+    @property
+    def latency(self) -> float:
+        """Seconds of that traffic that are ring latency, (dp - 1) alpha per collective."""
+        return self.zero3.time.facts["zero3_latency"]
+
+    @property
+    def exposed_step(self) -> float:
+        """The ZeRO-3 step time with none of its traffic hidden behind compute."""
+        return self.zero3.step_time + self.hidden
+
+    @property
+    def hidden_share_to_tie(self) -> float:
+        """The fraction of ZeRO-3's traffic that would have to hide behind compute for it to tie the
+        other plan (compare with ``hidden / traffic``, what the model grants)."""
+        if not self.traffic:
+            return 0.0
+        return min(1.0, max(0.0, (self.exposed_step - self.other.step_time) / self.traffic))
+
+
+def zero3_ranking(model: str | ModelSpec = "gpt3-175b", n_gpus: int = 1024, global_batch: int = 1536,
+                  kind: str = "dgx-a100", assumptions: Assumptions = DEFAULT) -> Zero3Ranking:
+    """The fastest ZeRO-3 plan and the fastest plan without ZeRO-3 on ``kind``, and the ZeRO-3 plan
+    that perfect overlap would rank first, priced with and without it."""
+    cluster = make_cluster(kind, n_gpus)
+    result = search(model, cluster, global_batch, assumptions=assumptions)
+    zero3 = [e for e in result.ranked if e.plan.zero == 3]
+    other = [e for e in result.ranked if e.plan.zero < 3]
+    if not zero3 or not other:
+        raise ValueError(f"no fitting ZeRO-3 plan and other plan to compare on {n_gpus} x {kind}")
+    perfect = assumptions.with_(zero3_overlap=1.0)
+    optimistic = search(model, cluster, global_batch, assumptions=perfect, zero_stages=(3,)).best()
+    return Zero3Ranking(zero3[0], other[0], optimistic, estimate(model, cluster, optimistic.plan, assumptions))
+
+
+def term_table(estimates: dict[str, Estimate]) -> tuple[list[list[object]], list[str]]:
+    """(rows, headers): the step-time terms of several estimates side by side, in seconds, with
+    the memory per GPU and the total last, to see what one plan pays that another does not."""
+    names = list(estimates)
+    terms = list(next(iter(estimates.values())).time_terms())
+    rows = [[t, *(round(estimates[n].time_terms()[t], 2) for n in names)] for t in terms]
+    rows.append(["step time", *(round(estimates[n].step_time, 2) for n in names)])
+    rows.append(["memory per GPU (GB)", *(round(estimates[n].memory_total / 1e9, 1) for n in names)])
+    return rows, ["term (s)", *names]

@@ -6,12 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from parlab.tables import plural
+
+from ._check import boolean, canonical, non_negative, positive
+from ._check import choices as choice_list
 from .assumptions import DEFAULT, Assumptions
 from .cluster import Cluster
-from .estimate import Estimate, most_loaded_stage
+from .estimate import Estimate, _check_inputs, most_loaded_stage
 from .memory import RECOMPUTE
 from .models import ModelSpec, get_model
-from .plan import OFFLOADS, Plan, check_plan
+from .plan import OFFLOADS, SCHEDULES, ZERO_STAGES, Plan, check_plan, training_dtype
 from .step_time import step_time
 
 
@@ -30,25 +34,74 @@ def factorizations(n_gpus: int) -> Iterator[tuple[int, int, int]]:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """Plans that fit, fastest first (``ranked``), and how many were tried, valid and fitting."""
+    """Plans that fit, fastest first (``ranked``), and how many were tried, valid and fitting.
+
+    ``reason`` says why no plan was valid, when none was (the global batch does not split over
+    the GPUs, no layout suits the model, ...)."""
 
     ranked: list[Estimate]
     tried: int
     valid: int
     fitting: int
+    reason: str = ""
 
     def best(self) -> Estimate:
         if not self.ranked:
-            raise ValueError(f"no valid plan fits in memory ({self.valid} valid plans tried): add GPUs, "
+            if self.valid == 0:
+                raise ValueError(self.reason or "no valid plan")
+            raise ValueError(f"no valid plan fits in memory ({plural(self.valid, 'valid plan')}): add GPUs, "
                              f"allow recomputation or offload, or lower the micro-batch size")
         return self.ranked[0]
 
+    def counts(self) -> str:
+        """'4,980 plans tried, all valid; 1,673 fit in memory' (or 'N tried, M valid' when they differ)."""
+        if self.tried == self.valid:
+            head = f"{plural(self.tried, 'plan')} tried, all valid" if self.tried else "no plan to try"
+        else:
+            head = f"{plural(self.tried, 'plan')} tried, {self.valid:,} valid"
+        return f"{head}; {self.fitting:,} fit in memory" if self.tried else head
+
     def rows(self, top: int = 10) -> list[list[object]]:
         """Table rows for the fastest ``top`` plans."""
+        positive("top", top, integer=True)
         return [[i + 1, e.plan.describe(), round(e.memory_total / 1e9, 1), round(e.step_time, 3),
                  f"{e.mfu:.1%}", round(e.tokens_per_s)] for i, e in enumerate(self.ranked[:top])]
 
     HEADERS = ["#", "plan", "memory (GB)", "step (s)", "MFU", "tokens/s"]
+
+
+def _zero_stage(name: str, value) -> int:
+    if non_negative(name, value, integer=True) not in ZERO_STAGES:
+        raise ValueError(f"{name} must be a ZeRO stage 0, 1, 2 or 3, got {value!r}")
+    return int(value)
+
+
+#: the search's choices and the check of one value of each
+CHOICES = {
+    "micro_batches": lambda n, v: positive(n, v, integer=True),
+    "zero_stages": _zero_stage,
+    "schedules": lambda n, v: canonical(n, v, SCHEDULES),
+    "chunks": lambda n, v: positive(n, v, integer=True),
+    "recompute": lambda n, v: canonical(n, v, RECOMPUTE),
+    "sequence_parallel": boolean,
+    "offload": lambda n, v: canonical(n, v, OFFLOADS),
+}
+
+
+def check_choices(**given) -> dict:
+    """The search choices normalised (names in canonical spelling, numbers checked), or a
+    ValueError / TypeError naming the choice, the value and the rule."""
+    out = {}
+    for name, values in given.items():
+        if name == "dtype":
+            if training_dtype(values)[1] is None:
+                raise ValueError(f"dtype {values!r} keeps no fp32 master weights, which a Plan does not model")
+            out[name] = values
+        elif name in CHOICES:
+            out[name] = list(dict.fromkeys(choice_list(name, values, CHOICES[name])))
+        else:
+            raise TypeError(f"unknown search choice {name!r}; allowed: {', '.join([*CHOICES, 'dtype'])}")
+    return out
 
 
 def candidate_plans(model: ModelSpec, n_gpus: int, global_batch: int, *,
@@ -59,9 +112,13 @@ def candidate_plans(model: ModelSpec, n_gpus: int, global_batch: int, *,
     """Every plan that passes the model-independent rules, skipping exact duplicates (ZeRO stages
     with dp = 1, schedules with pp = 1, SP with tp = 1). Plans that break a model rule (tp not
     dividing the heads, pp > layers) are left out here too, which is cheaper than raising."""
-    zero_stages, micro_batches, recompute = list(zero_stages), list(micro_batches), list(recompute)
+    c = check_choices(micro_batches=micro_batches, zero_stages=zero_stages, schedules=schedules, chunks=chunks,
+                      recompute=recompute, sequence_parallel=sequence_parallel, offload=offload, dtype=dtype)
+    micro_batches, zero_stages, schedules, chunks = c["micro_batches"], c["zero_stages"], c["schedules"], c["chunks"]
+    recompute, sequence_parallel, offload = c["recompute"], c["sequence_parallel"], c["offload"]
+    positive("global_batch", global_batch, integer=True)
     for dp, tp, pp in factorizations(n_gpus):
-        if model.heads % tp or model.hidden % tp or model.ffn % tp or pp > model.layers:
+        if not _suits(model, tp, pp):
             continue
         for mb in micro_batches:
             if global_batch % (dp * mb):
@@ -100,6 +157,24 @@ def _schedules(pp: int, m: int, layers: int, schedules: Iterable[str], chunks: I
                 yield sched, v
 
 
+def _suits(model: ModelSpec, tp: int, pp: int) -> bool:
+    """The model rules of ``check_plan`` on a layout: tp divides heads, hidden and MLP; pp <= layers."""
+    return not (model.heads % tp or model.hidden % tp or model.ffn % tp or pp > model.layers)
+
+
+def _why_none(model: ModelSpec, n_gpus: int, global_batch: int, micro_batches: list[int]) -> str:
+    """Why no plan was generated: no layout suits the model, or the batch does not split."""
+    layouts = [(dp, tp, pp) for dp, tp, pp in factorizations(n_gpus) if _suits(model, tp, pp)]
+    if not layouts:
+        return (f"no dp x tp x pp layout of {plural(n_gpus, 'GPU')} suits {model.name}: tp must divide its "
+                f"{model.heads} heads, hidden size and MLP width, and pp can be at most its {model.layers} layers")
+    least = min(dp for dp, _, _ in layouts)
+    return (f"global batch {global_batch} does not split over {plural(n_gpus, 'GPU')}: dp x micro-batch "
+            f"({', '.join(map(str, micro_batches))}) must divide it, and every layout that suits {model.name} "
+            f"has dp >= {least:,}; raise the global batch to a multiple of such a dp ({least:,} is one), "
+            f"or use fewer GPUs")
+
+
 def search(model: str | ModelSpec, cluster: Cluster, global_batch: int, *, top: int | None = None,
            assumptions: Assumptions = DEFAULT, **choices) -> SearchResult:
     """Rank every valid plan of ``model`` on ``cluster`` at ``global_batch`` sequences per step.
@@ -107,19 +182,24 @@ def search(model: str | ModelSpec, cluster: Cluster, global_batch: int, *, top: 
     ``choices`` narrow or widen the enumeration (see ``candidate_plans``: micro_batches,
     zero_stages, schedules, chunks, recompute, sequence_parallel, offload, dtype). Plans that
     do not fit in GPU memory are dropped; the rest are sorted by step time, ties by memory.
+    ``top`` keeps the fastest ``top`` (None: all). Every argument is checked where it enters.
     """
     model = get_model(model)
-    for name in choices.get("offload", ()):
-        if name not in OFFLOADS:
-            raise ValueError(f"unknown offload {name!r}; allowed: {', '.join(OFFLOADS)}")
+    _check_inputs(cluster, None, assumptions)
+    positive("global_batch", global_batch, integer=True)
+    if top is not None:
+        positive("top", top, integer=True)
+    choices = check_choices(**choices)
     capacity = cluster.gpu.memory_bytes
     tried = valid = 0
+    first_error = ""
     fitting: list[Estimate] = []
     for plan in candidate_plans(model, cluster.n_gpus, global_batch, **choices):
         tried += 1
         try:
             check_plan(model, cluster, plan)
-        except ValueError:
+        except ValueError as err:
+            first_error = first_error or str(err)
             continue
         valid += 1
         stage = most_loaded_stage(model, plan, assumptions)  # memory first: most plans stop here
@@ -127,4 +207,8 @@ def search(model: str | ModelSpec, cluster: Cluster, global_batch: int, *, top: 
             fitting.append(Estimate(model, cluster, plan, assumptions, stage,
                                     step_time(model, cluster, plan, assumptions)))
     fitting.sort(key=lambda e: (e.step_time, e.memory_total))
-    return SearchResult(fitting[:top] if top else fitting, tried, valid, len(fitting))
+    reason = ""
+    if not valid:
+        reason = (f"no valid plan: {first_error}" if tried else
+                  _why_none(model, cluster.n_gpus, global_batch, choices.get("micro_batches", [1, 2, 4, 8, 16])))
+    return SearchResult(fitting[:top] if top else fitting, tried, valid, len(fitting), reason)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from parlab.tables import plural
+
 from .assumptions import Assumptions
 from .cluster import Cluster, group_span
 from .collectives import group_link
-from .memory import activation_bytes_per_layer, get_precision
+from .memory import activation_bytes_per_layer, attention_score_bytes, get_precision
 from .models import ModelSpec
 from .plan import Plan
 from .plan_memory import stage_layers, stage_params
@@ -39,13 +41,17 @@ def step_flops(model: ModelSpec, batch: int, recompute: str = "none") -> tuple[f
     2022, Appendix B). Hardware FLOPs add what recomputation repeats: one more forward of every
     layer with full recompute (Narayanan et al. 2021, Eq. 3: 96 B s l h^2 (1 + s/6h + V/16lh)),
     the attention-score matmuls 4bs^2h per layer with selective recompute (Korthikanti et al.
-    2022, Section 5). For GPT shapes the model FLOPs equal Eq. 3's 72 B s l h^2 (1 + s/6h + V/12lh).
+    2022, Section 5), and FlashAttention's recomputation of the scores Q K^T in its backward pass,
+    2bs^2h per layer (Dao et al. 2022, Sec. 3.1). For GPT shapes the model FLOPs equal Eq. 3's
+    72 B s l h^2 (1 + s/6h + V/12lh).
     """
     layer = layer_forward_flops(model, batch)
     logits = logit_forward_flops(model, batch)
     model_flops = 3 * (model.layers * layer + logits)
     extra = {"none": 0.0, "full": model.layers * layer,
              "selective": model.layers * 4 * batch * model.seq_len**2 * model.hidden}[recompute]
+    if model.flash_attention:  # its backward recomputes the scores Q K^T: 2bs^2h per layer
+        extra += model.layers * 2 * batch * model.seq_len**2 * model.hidden
     return model_flops, model_flops + extra
 
 
@@ -80,6 +86,32 @@ class StepTime:
                 "optimizer step": self.optimizer, "offload transfers": self.offload}
 
 
+def zero3_exposed(ag: float, rs: float, fwd: float, groups: int, gathers: int, a: Assumptions) -> float:
+    """Seconds of one micro-batch's ZeRO-3 traffic that compute does not hide.
+
+    DeepSpeed's stage 3 fetches module by module (``partitioned_param_coordinator.py``) and FSDP unit
+    by unit, each gather prefetched one group ahead; so a group's gather can hide only behind the
+    compute of the group before it, not behind the step's compute as a whole. Per forward pass
+    (``gathers - 1`` of them: the forward and, with full recompute, its repeat) the first gather
+    waits and every other one exposes max(0, ag - fwd); in the backward pass a group's compute
+    (2 fwd) hides the next gather and the previous group's reduce-scatter, the last of which waits.
+    ``ag`` and ``rs`` are one group's collectives (ring: (dp - 1) alpha + (dp - 1)/dp S/B each),
+    ``fwd`` one group's forward compute. While a collective runs beside compute, only
+    ``a.zero3_overlap`` of the overlapped time is hidden (the NCCL kernels take SMs and HBM
+    bandwidth from the matmuls).
+
+    At a fixed global batch, more GPUs mean smaller micro-batches (less compute per group) and
+    longer rings (more latency per collective): ZeRO-3's throughput per GPU falls (Narayanan et al.
+    2021, Table 2; ``validation.megatron_zero3``). The assumption that carries that fall is
+    ``zero3_overlap`` < 1: with perfect overlap it stays flat until a group's gather outgrows the
+    compute beside it (past 768 GPUs for GPT-3 175B at batch 1536).
+    """
+    eta = a.zero3_overlap
+    forward = ag + (groups - 1) * (ag - eta * min(ag, fwd))
+    backward = ag + rs + (groups - 1) * (ag + rs - eta * min(ag + rs, 2 * fwd))
+    return (gathers - 1) * forward + backward
+
+
 def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) -> StepTime:
     """Seconds of one training step (see the module docstring and ``Estimate.explain``)."""
     s, b, h, t, p, v, m = model.seq_len, plan.micro_batch, model.hidden, plan.tp, plan.pp, plan.chunks, plan.m
@@ -92,10 +124,12 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     flops = passes * L * layer_forward_flops(model, b, t) + 3 * logit_forward_flops(model, b, t)
     if selective:
         flops += L * 4 * b * s * s * h / t
+    if model.flash_attention:  # FlashAttention's backward recomputes Q K^T (Dao et al. 2022, Sec. 3.1)
+        flops += L * 2 * b * s * s * h / t
     f["peak"] = cluster.gpu.peak_flops("fp32" if plan.dtype == "fp32" else "half")
     f["flops_mb"], f["t_mm_mb"] = flops, flops / (f["peak"] * a.matmul_efficiency)
     f["stored"] = activation_bytes_per_layer(model, b, t, plan.sequence_parallel, "none")
-    scores = 5 * model.heads * s * s * b / t  # softmax + dropout bytes that selective recompute redoes
+    scores = attention_score_bytes(model, b, t)  # the score bytes that selective recompute redoes
     f["traffic_mb"] = a.elementwise_traffic * L * (f["stored"] * (1 + 2 + full) + (scores if selective else 0))
     f["t_el_mb"] = f["traffic_mb"] / (cluster.gpu.hbm_bytes_per_s * a.hbm_efficiency)
 
@@ -104,13 +138,16 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     links = {d: group_link(cluster, spans[d]) for d in spans}
     f["where"] = {d: links[d].where if spans[d].size > 1 else "-" for d in links}
     f["bw"] = {d: links[d].bandwidth for d in links}
-    f["msg"] = (4 if plan.dtype == "fp32" else 2) * s * b * h
-    f["n_tp"] = L * (6 if full else 4) if t > 1 else 0
-    if plan.sequence_parallel:  # an all-gather and a reduce-scatter in place of each all-reduce
-        one = links["tp"].time("all_gather", f["msg"], t) + links["tp"].time("reduce_scatter", f["msg"], t)
-    else:
-        one = links["tp"].time("all_reduce", f["msg"], t)
-    f["t_tp_one"], f["t_tp_mb"] = one, f["n_tp"] * one * (1 - a.tp_overlap)
+    from .tensor_parallel import tp_layer_collectives  # (it imports this module)
+
+    bpe = 4 if plan.dtype == "fp32" else 2
+    f["msg"] = bpe * s * b * h
+    colls = tp_layer_collectives(b, s, h, t, plan.sequence_parallel, plan.recompute)
+    per_layer = sum(c.count * links["tp"].time(c.op, c.elements * bpe, t) for c in colls)
+    # one "collective" below is one all-reduce, or with SP one all-gather + reduce-scatter pair
+    f["n_tp"] = L * sum(c.count for c in colls if c.op != "reduce_scatter")
+    f["t_tp_one"] = L * per_layer / f["n_tp"] if f["n_tp"] else 0.0
+    f["t_tp_mb"] = L * per_layer * (1 - a.tp_overlap)
 
     # pipeline: per chunk and micro-batch one activation forward, one gradient backward; with
     # tp > 1 each TP rank sends 1/t of it and the TP group all-gathers (Narayanan 2021, Sec. 4.1)
@@ -136,15 +173,18 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
         f["dp_ops"] = "1 reduce-scatter of the gradients per micro-batch + 1 all-gather of the weights"
         rs, ag = dl.time("reduce_scatter", f["grad_bytes"], dp), dl.time("all_gather", f["weight_bytes"], dp)
         comm, exposed = m * rs + ag, m * max(0.0, rs - f["hide"]) + ag
-    else:  # ZeRO-3, one layer at a time: gather its weights for the forward, (the recompute,) the
-        # backward, and reduce-scatter its gradients (DeepSpeed / FSDP wrap each block)
+    else:  # ZeRO-3: parameter group by parameter group (see zero3_exposed)
         gathers = 3 if full else 2
+        G = L * a.zero3_groups_per_layer
+        f["zero3_groups"], f["zero3_gathers"] = G, gathers
+        ag = dl.time("all_gather", f["weight_bytes"] / G, dp)
+        rs = dl.time("reduce_scatter", f["grad_bytes"] / G, dp)
+        f["zero3_latency"] = (gathers + 1) * G * (dp - 1) * dl.latency  # ring: (dp - 1) alpha each
         f["dp_ops"] = (f"{gathers} all-gathers of the weights + 1 reduce-scatter of the gradients per "
-                       f"micro-batch, each as {L} per-layer collectives")
+                       f"micro-batch, each as {plural(G, 'collective')} of one parameter group")
+        comm = m * G * (gathers * ag + rs)
+        exposed = m * zero3_exposed(ag, rs, compute_mb / passes / G, G, gathers, a) if a.dp_overlap else comm
         f["hide"] = compute_mb if a.dp_overlap else 0.0
-        per = L * (gathers * dl.time("all_gather", f["weight_bytes"] / L, dp)
-                   + dl.time("reduce_scatter", f["grad_bytes"] / L, dp))
-        comm, exposed = m * per, m * max(0.0, per - f["hide"])
     f["dp_total"], f["dp_hidden"] = comm, comm - exposed
 
     # the optimizer step on this GPU's shard (HBM-bound, or on the CPU), and offload transfers
@@ -153,7 +193,9 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     offload = 0.0
     if plan.offload != "none":
         opt = shard / a.cpu_adam_params_per_s
-        offload = shard * (prec.grad + prec.weight) / cluster.host.achievable
+        # gradients down (from ZeRO-2 on every micro-batch's shard: they accumulate on the host),
+        # updated 16-bit weights up (Ren et al. 2021, Sec. 4.1)
+        offload = shard * ((m if zero >= 2 else 1) * prec.grad + prec.weight) / cluster.host.achievable
         if plan.offload == "optimizer+params":
             offload += m * (3 if full else 2) * shard * prec.weight / cluster.host.achievable
     return StepTime(m * f["t_mm_mb"], m * f["t_el_mb"], m * f["t_tp_mb"], m * f["t_pp_mb"],

@@ -106,7 +106,7 @@ def largest_trainable(gpu: str | GPUSpec, dtype: str = "mixed", optimizer: str =
     from .models import gpt_like
 
     capacity = get_gpu(gpu).memory_bytes
-    lo, hi = 1e6, 1e13
+    lo, hi = 1e8, 1e13  # gpt_like's shapes start near 5e7 parameters
     for _ in range(60):
         mid = math.sqrt(lo * hi)
         if memory_wall(gpt_like(mid), dtype, optimizer, micro_batch, recompute).total <= capacity:

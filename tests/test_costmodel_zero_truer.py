@@ -1,0 +1,243 @@
+"""The cost model held to the frameworks where ZeRO and memory savers are concerned (issue 11,
+items 7-10): offload, the activations of LLaMA's block, gradient precision, ZeRO-3 at scale.
+
+Each test cites the formula or the measurement it reproduces."""
+
+import pytest
+
+from parlab.costmodel import DEFAULT, MODELS, Plan, estimate, get_model, make_cluster
+from parlab.costmodel.memory import (
+    activation_bytes,
+    activation_bytes_per_layer,
+    attention_score_bytes,
+)
+from parlab.costmodel.models import ModelSpec
+from parlab.costmodel.plan_memory import stage_memory, zero3_gathered_params
+from parlab.costmodel.scenarios import zero3_ranking, zero3_vs_3d
+from parlab.costmodel.step_time import step_flops
+from parlab.costmodel.validation import bloom_model, megatron_model, megatron_zero3
+from parlab.data import read_csv
+
+LLAMA = get_model("llama-7b")
+PSI = LLAMA.num_params()
+
+
+def _node(n):
+    return make_cluster("dgx-a100", n)
+
+
+# -- item 7: offload ------------------------------------------------------------------------------
+def test_zero2_offload_keeps_only_the_16_bit_weights_on_the_gpu_as_deepspeeds_estimator_does():
+    """ZeRO-Offload (Ren et al. 2021, Sec. 4): fp32 master weights, Adam states and the fp32
+    gradients live on the host. DeepSpeed's ``estimate_zero2_model_states_mem_needs`` with
+    cpu_offload=True, one node of N = 4 GPUs: gpu_mem = 2 Psi, cpu_mem = Psi x max(4 N, 16) = 16 Psi
+    for the node (before its additional_buffer_factor), i.e. 16 Psi / N per GPU."""
+    n = 4
+    st = estimate(LLAMA, _node(n), Plan(dp=n, zero=2, offload="optimizer")).stage
+    assert st.weights == pytest.approx(2 * PSI)
+    assert st.grads == 0 and st.optimizer == 0 and st.step_grads == 0
+    assert n * st.cpu == pytest.approx(max(4 * n, 16) * PSI)
+
+
+def test_zero3_offload_matches_deepspeeds_zero3_estimator_on_the_cpu_side():
+    """``estimate_zero3_model_states_mem_needs`` (one node, zero_init): offloading the optimizer,
+    cpu_mem = 16 Psi and gpu_mem = 4 x largest_layer + 2 Psi / N; offloading the parameters too,
+    cpu_mem = 18 Psi. Our GPU keeps the 16-bit weight shard plus the gathered units (two blocks,
+    where DeepSpeed budgets one module's weights and gradients)."""
+    n = 8
+    opt = estimate(LLAMA, _node(n), Plan(dp=n, zero=3, offload="optimizer")).stage
+    assert n * opt.cpu == pytest.approx(16 * PSI)
+    assert opt.grads == 0 and opt.optimizer == 0
+    assert opt.weights == pytest.approx(2 * PSI / n + 2 * zero3_gathered_params(LLAMA))
+    both = estimate(LLAMA, _node(n), Plan(dp=n, zero=3, offload="optimizer+params")).stage
+    assert n * both.cpu == pytest.approx(18 * PSI)
+    assert both.weights == pytest.approx(2 * zero3_gathered_params(LLAMA))
+
+
+def test_zero1_offload_keeps_its_unsharded_gradients_on_the_gpu():
+    """With ZeRO-1 the 16-bit gradients accumulate on the GPU un-partitioned; only the update moves."""
+    on_gpu = estimate(LLAMA, _node(8), Plan(dp=8, zero=1)).stage
+    off = estimate(LLAMA, _node(8), Plan(dp=8, zero=1, offload="optimizer")).stage
+    assert off.grads == on_gpu.grads == pytest.approx(2 * PSI)
+    assert off.cpu == pytest.approx(on_gpu.optimizer + 4 * PSI / 8)
+
+
+def test_zero2_offload_sends_every_micro_batchs_gradient_shard_to_the_host():
+    m = 4
+    one = estimate(LLAMA, _node(8), Plan(dp=8, zero=2, offload="optimizer", micro_batches=1))
+    many = estimate(LLAMA, _node(8), Plan(dp=8, zero=2, offload="optimizer", micro_batches=m))
+    shard, host = PSI / 8, _node(8).host.achievable
+    assert one.time.offload == pytest.approx(shard * (2 + 2) / host)
+    assert many.time.offload == pytest.approx(shard * (m * 2 + 2) / host)
+
+
+# -- item 8: activations of each block ------------------------------------------------------------
+def test_per_token_activation_bytes_of_each_block_by_hand():
+    """Bytes one layer keeps per token (b = 1, divided by s), no parallelism, no recompute:
+
+    GPT-3 175B (h 12288, a 96, s 2048; GeLU 4h, dropout; Korthikanti Table 2):
+        34 h + 5 a s = 417,792 + 983,040 = 1,400,832
+    the same block with FlashAttention (scores replaced by the fp32 log-sum-exp, 4 a):
+        34 h + 4 a = 417,792 + 384 = 418,176
+    LLaMA-7B (h 4096, f 11008, a 32; SwiGLU, RMSNorm, no dropout, FlashAttention):
+        norms 4h + QKV and MLP inputs 4h + Q, K, V and attention output 8h = 16 h = 65,536
+        + SwiGLU 6 f = 66,048 + log-sum-exp 4 a = 128: 131,712
+    LLaMA-7B without FlashAttention (softmax output kept, no dropout): 16 h + 6 f + 2 a s
+        = 131,584 + 131,072 = 262,656
+    """
+    gpt3 = get_model("gpt3-175b")
+    per_token = {
+        "gpt3": activation_bytes_per_layer(gpt3) / gpt3.seq_len,
+        "gpt3+flash": activation_bytes_per_layer(gpt3.with_(flash_attention=True)) / gpt3.seq_len,
+        "llama": activation_bytes_per_layer(LLAMA) / LLAMA.seq_len,
+        "llama-no-flash": activation_bytes_per_layer(LLAMA.with_(flash_attention=False)) / LLAMA.seq_len,
+    }
+    assert per_token == {"gpt3": 1_400_832, "gpt3+flash": 418_176, "llama": 131_712, "llama-no-flash": 262_656}
+
+
+def test_the_gpt_block_still_gives_korthikanti_table_2_with_tp_and_sp():
+    m, t = get_model("gpt3-175b"), 8
+    s, h, a = m.seq_len, m.hidden, m.heads
+    sbh = s * h
+    assert activation_bytes_per_layer(m, 1, t) == pytest.approx(sbh * (10 + 24 / t + 5 * a * s / (h * t)))
+    assert activation_bytes_per_layer(m, 1, t, True) == pytest.approx(sbh * (34 / t + 5 * a * s / (h * t)))
+    assert activation_bytes_per_layer(m, 1, t, recompute="selective") == pytest.approx(sbh * (10 + 24 / t))
+
+
+def test_llama_block_splits_over_tp_like_megatron():
+    """Kept whole on each TP rank: norms, QKV and MLP inputs (8 s b h, no dropout masks); split:
+    Q, K, V and the attention output 8 s b h, SwiGLU 6 s b f, the log-sum-exp 4 a s b."""
+    t, s, h, f, a = 4, LLAMA.seq_len, LLAMA.hidden, LLAMA.ffn, LLAMA.heads
+    expect = 8 * s * h + (8 * s * h + 6 * s * f + 4 * a * s) / t
+    assert activation_bytes_per_layer(LLAMA, 1, t) == pytest.approx(expect)
+    assert attention_score_bytes(LLAMA, 1, t) == pytest.approx(4 * a * s / t)
+
+
+def test_presets_choose_the_block_of_their_paper():
+    for name, m in MODELS.items():
+        if name.startswith("llama"):
+            assert (m.gated_mlp, m.bias, m.dropout, m.flash_attention) == (True, False, False, True), name
+        if name.startswith("gpt3"):
+            assert (m.gated_mlp, m.dropout, m.flash_attention, m.ffn) == (False, True, False, 4 * m.hidden), name
+    assert not get_model("bloom-176b").flash_attention  # BLOOM used fused softmax, not FlashAttention
+    rows = read_csv("megatron2021_weak_scaling")
+    assert megatron_model(rows[0]).dropout and not megatron_model(rows[0]).flash_attention
+    assert bloom_model(8, 160).dropout and not bloom_model(8, 160).flash_attention
+
+
+def test_without_dropout_the_embedding_mask_is_not_kept():
+    m = ModelSpec("t", 2, 256, 4, 128, 1000)
+    s, h = m.seq_len, m.hidden
+    assert activation_bytes(m) - activation_bytes(m.with_(dropout=False)) == pytest.approx(
+        2 * (2 * s * h + 3 * m.heads * s * s) + s * h)  # 2 layers: 2 masks + 3 a s^2 each; the embedding's
+
+
+def test_flash_attentions_backward_recomputes_the_scores():
+    model, hardware = step_flops(LLAMA, 1)
+    no_flash = step_flops(LLAMA.with_(flash_attention=False), 1)
+    assert model == no_flash[0]  # the model FLOPs (MFU) do not change
+    assert hardware - no_flash[1] == pytest.approx(LLAMA.layers * 2 * LLAMA.seq_len**2 * LLAMA.hidden)
+
+
+# -- item 9: gradient precision --------------------------------------------------------------------
+def test_zero3_step_holds_deepspeeds_18_bytes_per_param_over_n():
+    """``estimate_zero3_model_states_mem_needs`` without offload: gpu_mem = 4 x largest_layer +
+    18 Psi / N, with 18 = 2 (16-bit weight shard) + 12 (fp32 master, Adam m, v) + 4 (the fp32
+    gradient partition of the step). Our 16-bit gradient partition (2 Psi / N) is held too, since
+    DeepSpeed frees it only once the fp32 copy exists (stage3.py _prepare_fp32_grad_for_sub_group)."""
+    n = 8
+    st = estimate(LLAMA, _node(n), Plan(dp=n, zero=3)).stage
+    shard_weights = st.weights - 2 * zero3_gathered_params(LLAMA)
+    assert shard_weights + st.optimizer + st.step_grads == pytest.approx(18 * PSI / n)
+    assert st.grads == pytest.approx(2 * PSI / n)
+
+
+def test_zero2_sharded_part_matches_deepspeeds_16_over_n():
+    """``estimate_zero2_model_states_mem_needs`` without offload: gpu_mem = 4 Psi + 16 Psi / N, with
+    16 = 12 + 4 (the fp32 gradient partition). DeepSpeed budgets the whole 16-bit gradient (the 2 of
+    its 4 Psi) that autograd produces before the reduce-scatter; ZeRO-2 holds only a bucket of it at
+    a time (our runtime allowance) and its 2 Psi / N partition, as the ZeRO paper counts it."""
+    n = 8
+    st = estimate(LLAMA, _node(n), Plan(dp=n, zero=2)).stage
+    assert st.optimizer + st.step_grads == pytest.approx(16 * PSI / n)
+    deepspeed = 4 * PSI + 16 * PSI / n
+    ours = st.weights + st.grads + st.optimizer + st.step_grads
+    assert ours == pytest.approx(deepspeed - 2 * PSI * (1 - 1 / n))
+
+
+def test_megatron_main_grad_is_18_bytes_per_param_and_needs_no_copy():
+    """Megatron-LM with fp32 gradient accumulation (main_grad): 2 + 4 + 12 = 18 bytes/param
+    (theoretical_memory_usage.py without the distributed optimizer); the step makes no copy."""
+    st = estimate(LLAMA, _node(8), Plan(tp=8, fp32_grads=True)).stage
+    assert (st.weights + st.grads + st.optimizer) / st.params == pytest.approx(18)
+    assert st.step_grads == 0
+
+
+def test_the_steps_fp32_copy_raises_the_peak_only_above_the_activations():
+    """The copy is held after the backward pass, when the activations are freed: the peak is the
+    larger of the two moments, never their sum."""
+    plan = Plan(dp=8, zero=1, micro_batch=1)
+    small = stage_memory(LLAMA, plan, "first", DEFAULT)
+    assert small.step_grads == pytest.approx(4 * PSI / 8) and small.step_grads < small.activations.total
+    assert small.step_extra == 0
+    alone = stage_memory(LLAMA, Plan(zero=0, recompute="full"), "first", DEFAULT)  # one GPU: 4 Psi copy
+    assert alone.step_grads == pytest.approx(4 * PSI) and alone.step_grads > alone.activations.total
+    assert alone.step_extra == pytest.approx(alone.step_grads - alone.activations.total)
+    est = estimate(LLAMA, make_cluster("dgx-a100", 1), Plan(zero=0, recompute="full"))
+    assert est.memory_terms()["gradients"] == pytest.approx(alone.grads + alone.step_extra)
+    assert "fp32 copy" in est.explain()
+
+
+# -- item 10: ZeRO-3 at scale -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def table2():
+    return megatron_zero3()
+
+
+def test_zero3_per_gpu_throughput_falls_from_384_to_1536_gpus_at_a_fixed_global_batch(table2):
+    """Narayanan et al. 2021, Table 2: GPT-3 175B, global batch 1536, ZeRO-3 without model
+    parallelism measured 144, 88, 44 TFLOP/s per GPU on 384, 768, 1536 A100s. The model falls
+    too (the trend), though less than measured (see Assumptions.zero3_overlap)."""
+    assert [r.gpus for r in table2] == [384, 768, 1536] and [r.measured for r in table2] == [144, 88, 44]
+    predicted = [r.predicted for r in table2]
+    assert predicted[0] > predicted[1] > predicted[2]
+    assert predicted[2] < 0.7 * predicted[0]
+    assert all(r.predicted > r.measured for r in table2)  # an upper bound, as everywhere in the model
+
+
+def test_perfect_overlap_would_keep_zero3_flat_the_assumption_that_carries_the_trend():
+    perfect = megatron_zero3(DEFAULT.with_(zero3_overlap=1.0))
+    assert perfect[1].predicted == pytest.approx(perfect[0].predicted, rel=0.01)
+
+
+def test_the_latency_term_grows_with_the_gpu_count(table2):
+    """Ring all-gather / reduce-scatter: (N - 1) alpha each, for 4 x 96 parameter groups, 3 gathers
+    (forward, recompute, backward) and 1 reduce-scatter per micro-batch."""
+    lat = [r.estimate.time.facts["zero3_latency"] for r in table2]
+    assert lat[0] < lat[1] < lat[2]
+    alpha = make_cluster("dgx-a100", 384).inter.latency
+    assert lat[2] == pytest.approx(4 * 4 * 96 * (1536 - 1) * alpha)
+    fewer = estimate("gpt3-175b", _node(1536), table2[2].estimate.plan, DEFAULT.with_(zero3_groups_per_layer=1))
+    assert fewer.time.facts["zero3_latency"] == pytest.approx(lat[2] / 4)
+
+
+def test_3d_beats_zero3_at_1024_gpus_and_more():
+    for p in zero3_vs_3d("gpt3-175b", [1024, 2048], 2048):
+        assert p.three_d.model_tflops_per_gpu > 1.2 * p.zero3.model_tflops_per_gpu, p.gpus
+
+
+def test_assumptions_of_zero3_are_checked():
+    with pytest.raises(ValueError, match="zero3_overlap"):
+        DEFAULT.with_(zero3_overlap=1.5)
+    with pytest.raises(ValueError, match="zero3_groups_per_layer"):
+        DEFAULT.with_(zero3_groups_per_layer=0)
+
+
+def test_the_advisor_ranks_tp_x_pp_x_dp_first_for_gpt3_on_1024_a100s():
+    z = zero3_ranking("gpt3-175b", 1024, 1536, "dgx-a100")
+    best = z.first.plan
+    assert best.zero < 3 and best.tp > 1 and best.pp > 1 and best.tp <= 8  # TP inside a node
+    assert z.other.step_time < z.zero3.step_time
+    # perfect overlap would have tied it; priced group by group the same ZeRO-3 plan is slower
+    assert z.optimistic.step_time < z.optimistic_now.step_time
+    assert z.optimistic.plan.zero == 3 and z.hidden / z.traffic < z.hidden_share_to_tie

@@ -1,0 +1,35 @@
+"""Human units and plurals, one implementation for the CLI, the library's text and the chapters."""
+
+import pytest
+
+from parlab.tables import human_bytes, human_ibytes, human_rate, human_seconds, plural
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (1.5e-5, "15 µs"), (3.2e-3, "3.2 ms"), (14, "14 s"), (86_400, "1 day"), (2 * 86_400, "2 days"),
+    (365.25 * 86_400, "1 year"), (288 * 365.25 * 86_400, "288 years"), (0, "0 s"),
+])
+def test_seconds_use_the_micro_sign_and_singular_units(seconds, text):
+    assert human_seconds(seconds) == text
+
+
+@pytest.mark.parametrize("rate, text", [(2.51189e9, "2.51 GB/s"), (300e9, "300 GB/s"), (0.140625e9, "141 MB/s"),
+                                        (1.2e12, "1.2 TB/s")])
+def test_rates_have_three_significant_digits(rate, text):
+    assert human_rate(rate) == text
+
+
+def test_binary_sizes_take_the_largest_unit():
+    assert human_ibytes(16 * 2**20) == "16 MiB" and human_ibytes(2**10) == "1 KiB"
+
+
+def test_decimal_bytes_auto_unit():
+    assert human_bytes(65_900, "auto") == "65.9 KB" and human_bytes(3.2e9, "auto") == "3.2 GB"
+    assert human_bytes(2.8e12) == "2,800 GB"
+
+
+@pytest.mark.parametrize("n, word, text", [(1, "micro-batch", "1 micro-batch"), (8, "micro-batch", "8 micro-batches"),
+                                           (1, "GPU", "1 GPU"), (1024, "GPU", "1,024 GPUs"), (8.0, "layer", "8 layers"),
+                                           (2, "chunk", "2 chunks")])
+def test_plurals_agree_with_counts(n, word, text):
+    assert plural(n, word) == text
