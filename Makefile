@@ -19,9 +19,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
-## Open the course in JupyterLab (http://127.0.0.1:8888).
+## Open the course in JupyterLab (http://127.0.0.1:8888, or the next free port); once it is up,
+## print its link and the direct link to chapter 00 (for a machine with no browser).
 lab: setup
-	$(BIN)/jupyter lab --ip=127.0.0.1 --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root) course/00_start_here.ipynb
+	$(BIN)/python -m parlab.nbtools lab
 
 ## Install everything and run the whole suite: unit tests, nbval over course/ and solutions/,
 ## exercise checks, and the real-browser test (needs /usr/bin/chromium; `make browser` installs it).

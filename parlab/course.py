@@ -62,7 +62,7 @@ GUIDE_QUESTIONS: dict[str, str] = {
     "1.11": "With N GPUs that each hold the whole model, how do you train faster?",
     "1.12": "What if one GPU cannot hold the whole model?",
     "1.13": "Pipeline inference runs one stage at a time; what else can you do?",
-    "1.14": "Can the three kinds of parallelism be combined?",
+    "1.14": "Can DP, TP and PP be combined, and how big a model does one 80 GB card hold?",
     "1.15": "What are Colossal-AI's 1D/2D/2.5D/3D tensor parallelism?",
     "1.16": "Besides 3D parallelism, how else can you train at scale?",
     "1.17": "With ZeRO available, why is 3D parallelism still needed?",
@@ -87,16 +87,29 @@ GUIDE_QUESTIONS: dict[str, str] = {
 }
 
 
+#: guide sections that ask two things, answered in different chapters: section -> {chapter: part}
+PARTS: dict[str, dict[int, str]] = {
+    "1.14": {1: "how big a model one 80 GB card holds", 8: "combining DP, TP and PP"},
+}
+
+
+def part(section: str, chapter: int) -> str:
+    """The part of guide ``section`` that ``chapter`` answers ('' when it answers all of it)."""
+    return PARTS.get(section, {}).get(chapter, "")
+
+
 def chapters_for(section: str) -> list[Chapter]:
     """The chapters answering a guide section (chapters 00 and 12 cover everything implicitly)."""
     return [c for c in CHAPTERS if section in c.sections]
 
 
 def question_map() -> list[tuple[str, str, str]]:
-    """(section, question, 'NN title (ready|planned)'...) for every guide question."""
+    """(section, question, 'NN title [(planned)] [: part]; ...') for every guide question; a
+    section answered in parts (``PARTS``) names the part each chapter answers."""
     rows = []
     for section, question in GUIDE_QUESTIONS.items():
         where = "; ".join(f"{c.number:02d} {'' if c.ready else '(planned) '}{c.title.split(':')[0]}"
+                          + (f": {part(section, c.number)}" if part(section, c.number) else "")
                           for c in chapters_for(section))
         rows.append((section, question, where))
     return rows

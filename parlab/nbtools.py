@@ -3,6 +3,7 @@
     python -m parlab.nbtools execute [NOTEBOOK ...]   # default: course/*.ipynb solutions/*.ipynb
     python -m parlab.nbtools exercises                # solutions/*.ipynb -> exercises/*.ipynb
     python -m parlab.nbtools check                    # exit 1 if exercises/ is out of date
+    python -m parlab.nbtools lab [--port N]           # JupyterLab, printing chapter 00's link
 
 One source for both: a solution notebook marks the learner's part of a code cell with
 ``### BEGIN SOLUTION`` and ``### END SOLUTION`` lines (nbgrader's markers); the exercise gets
@@ -15,7 +16,13 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
+import secrets
+import socket
+import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -106,6 +113,64 @@ def execute(path: Path, timeout: int = 600) -> None:
     nbformat.write(nb, path)
 
 
+FIRST_CHAPTER = "course/00_start_here.ipynb"
+
+
+def free_port(start: int = 8888, tries: int = 50) -> int:
+    """The first port from ``start`` on which 127.0.0.1 accepts a listener."""
+    for port in range(start, start + tries):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise ValueError(f"no free port in {start}..{start + tries - 1}; pass --port")
+
+
+def lab_links(port: int, token: str) -> dict[str, str]:
+    """The two links ``make lab`` prints: JupyterLab, and chapter 00 opened directly (for a
+    machine with no browser, where the link is copied to another one)."""
+    base = f"http://127.0.0.1:{port}"
+    return {"JupyterLab": f"{base}/lab?token={token}",
+            "chapter 00": f"{base}/lab/tree/{FIRST_CHAPTER}?token={token}"}
+
+
+def lab_command(port: int, token: str) -> list[str]:
+    """The ``jupyter lab`` command line: the repository as root, a fixed port and token."""
+    cmd = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--port={port}", "--port-retries=0",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={ROOT}"]
+    if hasattr(os, "getuid") and os.getuid() == 0:
+        cmd.append("--allow-root")
+    return cmd + [FIRST_CHAPTER]
+
+
+def lab(port: int | None, dry_run: bool = False) -> int:
+    """Start JupyterLab over the repository; once it answers, print both links."""
+    port = port or free_port()
+    token = secrets.token_hex(24)
+    cmd, links = lab_command(port, token), lab_links(port, token)
+    show = "\n".join(f"  {name}: {url}" for name, url in links.items())
+    if dry_run:
+        print(" ".join(cmd))
+        print(show)
+        return 0
+    server = subprocess.Popen(cmd, cwd=ROOT)
+    try:
+        while server.poll() is None:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.5)
+        if server.poll() is None:
+            print(f"\nparlab: JupyterLab is running (Ctrl-C to stop). Open:\n{show}\n", flush=True)
+        return server.wait()
+    except KeyboardInterrupt:  # stop the server (SIGTERM: it shuts its kernels down) and wait
+        server.terminate()
+        return server.wait()
+
+
 def default_notebooks(root: Path = ROOT) -> list[Path]:
     return sorted((root / "course").glob("*.ipynb")) + solutions(root)
 
@@ -118,7 +183,14 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("notebooks", nargs="*", type=Path)
     sub.add_parser("exercises", help="regenerate exercises/ from solutions/")
     sub.add_parser("check", help="fail if exercises/ is out of date")
+    lb = sub.add_parser("lab", help="start JupyterLab and print the link to chapter 00")
+    lb.add_argument("--port", type=int, default=None, help="port (default: the first free from 8888)")
+    lb.add_argument("--dry-run", action="store_true", help="print the command and links; start nothing")
     args = parser.parse_args(argv)
+    if args.cmd == "lab":
+        if args.port is not None and not 0 < args.port < 65536:
+            parser.error(f"--port must be in 1..65535, got {args.port}")
+        return lab(args.port, args.dry_run)
     if args.cmd == "execute":
         paths = args.notebooks or default_notebooks()
         for i, path in enumerate(paths, 1):

@@ -1,13 +1,21 @@
-"""Chapter 01 in a real browser: JupyterLab on 127.0.0.1, headless Debian Chromium driven by
-Playwright. Run all cells, move a slider, and see the memory number and the figure change.
+"""Every chapter with a dashboard, in a real browser: JupyterLab on 127.0.0.1, headless Debian
+Chromium at 1400x900 driven by Playwright, one server for all chapters.
+
+For each chapter whose notebook builds a ``...Dashboard(`` (discovered from course/, so a new
+chapter joins by existing): before running, each dashboard cell shows a picture, not a Python
+repr; then Run All, move one control of the first dashboard (``MOVES`` names it, or the first
+enabled dropdown) and see its output and figure change; every figure is displayed at or below
+its natural width (parlab's 2x PNGs at half their pixel width), and every dashboard (controls,
+headline numbers, figure) fits one 900 px screen. Screenshots land in test-artifacts/.
 
 Skipped where /usr/bin/chromium is missing, unless PARLAB_REQUIRE_BROWSER=1 (CI sets it), which
-turns the skip into a failure. A screenshot lands in test-artifacts/.
+turns the skip into a failure.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -20,18 +28,32 @@ from pathlib import Path
 import nbformat
 import pytest
 
-NOTEBOOK = "01_why_distributed.ipynb"
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
+VIEWPORT = {"width": 1400, "height": 900}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+DASHBOARD_CALL = re.compile(r"\b\w*Dashboard\(")
+
+#: chapter -> (CSS class of the control to move, how): the default is the first enabled dropdown
+MOVES = {"01_why_distributed.ipynb": ("parlab-micro-batch", "slider")}
 
 if not CHROMIUM.exists():
     if os.environ.get("PARLAB_REQUIRE_BROWSER") == "1":
         pytest.fail("PARLAB_REQUIRE_BROWSER=1 but /usr/bin/chromium is missing (make browser)",
                     pytrace=False)
     pytest.skip("no /usr/bin/chromium (install Debian's chromium: make browser)", allow_module_level=True)
+
+
+def dashboard_chapters() -> list[str]:
+    """The chapters (file names) with at least one code cell building a dashboard."""
+    found = []
+    for path in sorted((ROOT / "course").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        if any(c.cell_type == "code" and DASHBOARD_CALL.search(c.source) for c in nb.cells):
+            found.append(path.name)
+    return found
 
 
 def free_port() -> int:
@@ -85,53 +107,137 @@ def lab(tmp_path_factory):
         log.close()
 
 
-@pytest.mark.timeout(300)
-def test_chapter_01_runs_and_its_memory_dashboard_reacts_to_a_slider(lab):
-    from playwright.sync_api import expect, sync_playwright
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def shoot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"browser_{name}.png"))
+
+
+def code_cells(chapter: str) -> list:
+    return [c for c in nbformat.read(ROOT / "course" / chapter, as_version=4).cells if c.cell_type == "code"]
+
+
+def run_all(page, chapter: str) -> None:
+    """Run All, then wait until the last code cell with a visible input has run: a fresh kernel
+    numbers the code cells 1..n in order (a hidden-input cell shows no prompt)."""
+    from playwright.sync_api import expect
+
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").click()
+    page.locator('li[data-command="runmenu:run-all"]').click()
+    n = max(i for i, c in enumerate(code_cells(chapter), 1)
+            if not c.metadata.get("jupyter", {}).get("source_hidden"))
+    expect(page.locator(".jp-InputArea-prompt", has_text=f"[{n}]")).to_have_count(1, timeout=420_000)
+    expect(page.locator("#jp-main-statusbar")).to_contain_text("Idle", timeout=120_000)
+
+
+# what a figure looks like in the page: its displayed width and its PNG's pixel width
+FIGURE_SIZES = """els => els.filter(e => e.naturalWidth > 0).map(e => ({
+    shown: e.getBoundingClientRect().width, natural: e.naturalWidth,
+    parlab: e.classList.contains('parlab-figure') ||
+            (e.getAttribute('width') !== null && +e.getAttribute('width') * 2 <= e.naturalWidth)}))"""
+
+
+def assert_figures_at_natural_width(page) -> int:
+    """Every displayed image at or below its natural width; parlab's 2x figures at half their
+    pixel width or less. Returns how many were checked."""
+    sizes = page.locator(".jp-OutputArea img").evaluate_all(FIGURE_SIZES)
+    for s in sizes:
+        natural = s["natural"] / 2 if s["parlab"] else s["natural"]
+        assert 0 < s["shown"] <= natural + 1, f"figure shown {s['shown']:.0f} px wide, natural {natural:.0f} px"
+    return len(sizes)
+
+
+def move_a_control(page, dash, chapter: str) -> None:
+    """Move the chapter's control (``MOVES``) or else the first enabled dropdown of ``dash``."""
+    css, how = MOVES.get(chapter, (None, "dropdown"))
+    if how == "slider":
+        handle = dash.locator(f".{css} .noUi-handle")
+        handle.focus()
+        handle.press("ArrowRight")
+        handle.press("ArrowRight")
+        return
+    select = dash.locator(f".{css} select" if css else "select:enabled").first
+    options = select.locator("option").all_inner_texts()
+    current = select.evaluate("s => s.selectedIndex")
+    select.select_option(index=(current + 1) % len(options))
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("chapter", dashboard_chapters())
+def test_chapter_runs_and_its_dashboards_react_fit_and_show_crisp_figures(lab, browser, chapter):
+    from playwright.sync_api import expect
 
     base, token = lab
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(60_000)
-            page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}")
-            page.locator(".jp-Notebook").first.wait_for()
-            expect(page.locator("#jp-main-statusbar")).to_contain_text("Idle", timeout=90_000)
+    stem = chapter.removesuffix(".ipynb")
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        page.set_default_timeout(60_000)
+        # a workspace of its own per chapter: no tab of an earlier chapter is restored beside it
+        page.goto(f"{base}/lab/workspaces/{stem}/tree/{chapter}?token={token}")
+        page.locator(".jp-Notebook").first.wait_for()
+        expect(page.locator("#jp-main-statusbar")).to_contain_text("Idle", timeout=120_000)
 
-            page.locator(".lm-MenuBar-itemLabel", has_text="Run").click()
-            page.locator('li[data-command="runmenu:run-all"]').click()
-            # a fresh kernel numbers the code cells 1..n in order: wait for the last one whose
-            # input is visible (collapsed answer cells show a placeholder instead of a prompt)
-            code = [c for c in nbformat.read(ROOT / "course" / NOTEBOOK, as_version=4).cells
-                    if c.cell_type == "code"]
-            n = max(i for i, c in enumerate(code, 1)
-                    if not c.metadata.get("jupyter", {}).get("source_hidden"))
-            expect(page.locator(".jp-InputArea-prompt", has_text=f"[{n}]")).to_have_count(
-                1, timeout=180_000)
+        # before running: each dashboard cell shows a picture, not "XDashboard(children=(..."
+        dash_cells = [i for i, c in enumerate(code_cells(chapter)) if DASHBOARD_CALL.search(c.source)]
+        cells = page.locator(".jp-Notebook .jp-CodeCell")
+        for i in dash_cells:
+            out = cells.nth(i).locator(".jp-OutputArea")
+            expect(out.locator("img").first).to_be_visible(timeout=30_000)
+            assert "Dashboard(children=" not in out.inner_text()
+        cells.nth(dash_cells[0]).scroll_into_view_if_needed()
+        shoot(page, f"{stem}_before_run")
 
-            dash = page.locator(".parlab-dashboard").first
-            output = dash.locator(".parlab-output")
-            expect(output).to_contain_text("total", timeout=120_000)
-            figure = dash.locator("img.parlab-figure")
-            before_text, before_src = output.inner_text(), figure.get_attribute("src")
-            assert "micro-batch 1" in before_text
+        run_all(page, chapter)
+        dashes = page.locator(".parlab-dashboard")
+        expect(dashes.first).to_be_visible()
+        page.wait_for_function(  # every dashboard figure loaded, so the heights below are final
+            "() => [...document.querySelectorAll('.parlab-dashboard img.parlab-figure')]"
+            ".every(i => i.offsetParent === null || (i.complete && i.naturalWidth > 0))")
+        for k in range(dashes.count()):
+            box = dashes.nth(k).bounding_box()
+            assert box["height"] <= VIEWPORT["height"], (
+                f"dashboard {k} is {box['height']:.0f} px tall: it does not fit one 900 px screen")
 
-            # move the micro-batch slider: focus its handle and press the arrow key twice
-            handle = dash.locator(".parlab-micro-batch .noUi-handle")
-            handle.focus()
-            handle.press("ArrowRight")
-            handle.press("ArrowRight")
-            expect(output).to_contain_text("micro-batch 3", timeout=30_000)
-            after_text = output.inner_text()
-            assert after_text != before_text
-            total = [line for line in after_text.splitlines() if line.startswith("total")]
-            assert total and total[0] not in before_text, "the total memory did not change"
-            page.wait_for_function(
-                "([el, old]) => el.getAttribute('src') !== old", arg=[figure.element_handle(), before_src],
-                timeout=30_000)
-            dash.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "browser_ch01_memory_dashboard.png"))
-        finally:
-            browser.close()
+        dash = dashes.first
+        output, error = dash.locator(".parlab-output"), dash.locator(".parlab-error")
+        expect(output).not_to_be_empty(timeout=60_000)
+        figure = dash.locator("img.parlab-figure")
+        before_text = output.inner_text()
+        before_src = figure.get_attribute("src") if figure.count() else None
+        move_a_control(page, dash, chapter)
+        page.wait_for_function("([el, old]) => el.innerText !== old",
+                               arg=[output.element_handle(), before_text], timeout=60_000)
+        assert error.inner_text().strip() == "", f"moving a control gave an error: {error.inner_text()}"
+        if before_src is not None:
+            page.wait_for_function("([el, old]) => el.getAttribute('src') !== old",
+                                   arg=[figure.element_handle(), before_src], timeout=60_000)
+        expect(page.locator("#jp-main-statusbar")).to_contain_text("Idle", timeout=120_000)
+        assert assert_figures_at_natural_width(page) >= 1
+        dash.scroll_into_view_if_needed()
+        page.evaluate("el => el.scrollIntoView({block: 'start'})", dash.element_handle())
+        shoot(page, f"{stem}_dashboard")
+    finally:
+        page.close()
+        shut_down_kernels(base, token)
+
+
+def shut_down_kernels(base: str, token: str) -> None:
+    """Stop every kernel of the server, so that one chapter's kernel never slows the next."""
+    import json
+
+    with urllib.request.urlopen(f"{base}/api/kernels?token={token}", timeout=10) as r:
+        kernels = json.load(r)
+    for k in kernels:
+        req = urllib.request.Request(f"{base}/api/kernels/{k['id']}?token={token}", method="DELETE")
+        urllib.request.urlopen(req, timeout=30)

@@ -47,3 +47,29 @@ def test_notebooks_are_stored_executed_without_errors(path: Path):
             assert cell.execution_count is not None, f"cell {i} has no stored output: run `make notebooks`"
             assert not [o for o in cell.outputs if o.output_type == "error"], f"cell {i} stored an error"
         assert "TODO" not in cell.source
+
+
+def test_guide_1_14_is_two_questions_said_the_same_way_everywhere():
+    from parlab.course import PARTS, part
+
+    q = GUIDE_QUESTIONS["1.14"]
+    assert "combined" in q and "80 GB card" in q
+    assert set(PARTS["1.14"]) == {c.number for c in chapters_for("1.14")} == {1, 8}
+    where = dict((s, w) for s, _, w in question_map())["1.14"]
+    assert part("1.14", 1) in where and part("1.14", 8) in where
+    for path in (COURSE_DIR / "01_why_distributed.ipynb", ROOT / "solutions" / "ex01_memory_estimator.ipynb"):
+        text = " ".join(" ".join(c.source.split()) for c in nbformat.read(path, as_version=4).cells)
+        assert part("1.14", 1) in text, f"{path.name} does not name its part of guide 1.14"
+        assert "first half of 1.14" not in text
+
+
+def test_make_lab_prints_the_direct_link_to_chapter_00(capsys):
+    from parlab.nbtools import FIRST_CHAPTER, main
+
+    assert (ROOT / FIRST_CHAPTER).exists()
+    assert main(["lab", "--dry-run", "--port", "8899"]) == 0
+    out = capsys.readouterr().out
+    token = re.search(r"--IdentityProvider.token=(\w+)", out).group(1)
+    assert f"http://127.0.0.1:8899/lab/tree/{FIRST_CHAPTER}?token={token}" in out
+    assert f"http://127.0.0.1:8899/lab?token={token}" in out
+    assert "parlab.nbtools lab" in (ROOT / "Makefile").read_text()

@@ -38,12 +38,13 @@ def plot_memory_breakdown(ax, est: Estimate) -> None:
     ax.set_yticks([])
     cap = est.memory_capacity / 1e9
     ax.axvline(cap, color="black", lw=1.2, ls="--")
-    ax.text(cap, 0, f" {est.cluster.gpu.name}\n {cap:.0f} GB", fontsize=7, va="center")
-    ax.set_xlim(0, max(total, cap) * 1.2)
-    ax.set_xlabel("memory per GPU (GB = 1e9 bytes)")
+    ax.text(cap, 0, f" {est.cluster.gpu.name}\n {cap:.0f} GB", fontsize=9, va="center")
+    ax.set_xlim(0, max(total, cap) * 1.3)
+    ax.set_xlabel("memory per GPU (GB = 1e9 bytes)", fontsize=9)
+    ax.tick_params(labelsize=9)
     ax.set_title(f"memory of the most loaded GPU: {total:,.1f} GB "
                  f"({'fits' if est.fits else 'does not fit'})", fontsize=9)
-    ax.legend(loc="center left", fontsize=7, bbox_to_anchor=(1.01, 0.5), frameon=False)
+    ax.legend(loc="center left", fontsize=9, bbox_to_anchor=(1.01, 0.5), frameon=False)
 
 
 def plot_time_breakdown(ax, est: Estimate) -> None:
@@ -51,16 +52,17 @@ def plot_time_breakdown(ax, est: Estimate) -> None:
     total = stacked_bar(ax, est.time_terms(), TIME_COLORS, 1.0)
     ax.set_yticks([])
     ax.set_xlim(0, total * 1.15)
-    ax.set_xlabel("time per step (s)")
+    ax.set_xlabel("time per step (s)", fontsize=9)
+    ax.tick_params(labelsize=9)
     ax.set_title(f"step time {total:,.3g} s, MFU {est.mfu:.0%}", fontsize=9)
-    ax.legend(loc="center left", fontsize=7, bbox_to_anchor=(1.01, 0.5), frameon=False)
+    ax.legend(loc="center left", fontsize=9, bbox_to_anchor=(1.01, 0.5), frameon=False)
 
 
 def plan_figure(est: Estimate):
     """The two bars of a plan, memory above time: the PlanDashboard's picture."""
-    from parlab.widgets.base import new_figure
+    from parlab.viz.figures import new_figure
 
-    fig = new_figure(7.5, 3.4, left=0.03, right=0.6, bottom=0.13, top=0.92, hspace=1.0)
+    fig = new_figure(7.5, 3.1, left=0.03, right=0.6, bottom=0.14, top=0.92, hspace=1.05)
     plot_memory_breakdown(fig.add_subplot(2, 1, 1), est)
     plot_time_breakdown(fig.add_subplot(2, 1, 2), est)
     return fig
@@ -73,13 +75,13 @@ def plot_memory_vs_dp(ax, series: dict[int, list[Estimate]], dp_sizes: Sequence[
                 label=f"ZeRO-{stage}")
     cap = next(iter(series.values()))[0].memory_capacity / 1e9
     ax.axhline(cap, color="black", lw=0.8, ls="--")
-    ax.text(dp_sizes[0], cap, " GPU memory", fontsize=7, va="bottom")
+    ax.text(dp_sizes[0], cap, " GPU memory", fontsize=9, va="bottom")
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(dp_sizes), [str(d) for d in dp_sizes])
     ax.set_yscale("log")
     ax.set_xlabel("data-parallel GPUs")
     ax.set_ylabel("memory per GPU (GB)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=9)
 
 
 def plot_zero3_vs_3d(ax, points: Sequence[ScalingPoint]) -> None:
@@ -93,7 +95,7 @@ def plot_zero3_vs_3d(ax, points: Sequence[ScalingPoint]) -> None:
     ax.set_ylim(bottom=0)
     ax.set_xlabel("GPUs (global batch fixed)")
     ax.set_ylabel("model TFLOP/s per GPU")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=9, loc="lower right")
 
 
 def plot_comm_vs_bandwidth(ax, gbits: Sequence[float], seconds: Sequence[float], label: str = "") -> None:
@@ -104,7 +106,7 @@ def plot_comm_vs_bandwidth(ax, gbits: Sequence[float], seconds: Sequence[float],
     ax.set_xlabel("network speed per node (Gb/s)")
     ax.set_ylabel("time (s)")
     if label:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=9)
 
 
 def plot_validation(ax, rows: Sequence[MegatronRow]) -> None:
@@ -114,11 +116,11 @@ def plot_validation(ax, rows: Sequence[MegatronRow]) -> None:
     ax.bar(x + 0.2, [r.predicted for r in rows], 0.4, color="#4c72b0", label="predicted")
     ax.fill_between(x, [0.85 * r.measured for r in rows], [1.15 * r.measured for r in rows],
                     color="#55a868", alpha=0.15, step="mid", label="measured +-15%")
-    ax.set_xticks(x, [f"{r.params_b:g}B" for r in rows], fontsize=7)
+    ax.set_xticks(x, [f"{r.params_b:g}B" for r in rows], fontsize=9, rotation=30)
     ax.set_ylabel("TFLOP/s per GPU")
     ax.set_xlabel("model (Megatron-LM 2021, Table 1)")
     ax.set_ylim(0, 1.4 * max(r.measured for r in rows))
-    ax.legend(fontsize=7, loc="upper left", ncol=3, frameon=False)
+    ax.legend(fontsize=9, loc="upper left", ncol=3, frameon=False)
 
 
 def family(est: Estimate) -> str:
@@ -139,7 +141,7 @@ FAMILY_COLORS = {"ZeRO-3": "#c44e52", "3D": "#4c72b0", "PP + DP": "#ccb974", "TP
 
 def plot_search(ax, ranked: Sequence[Estimate]) -> None:
     """Every fitting plan as a dot: step time (s) against memory per GPU (GB), by family; the
-    fastest circled."""
+    fastest circled. The legend sits right of the axes (leave ~25% of the figure for it)."""
     for name, color in FAMILY_COLORS.items():
         pts = [(e.memory_total / 1e9, e.step_time) for e in ranked if family(e) == name]
         if pts:
@@ -151,13 +153,12 @@ def plot_search(ax, ranked: Sequence[Estimate]) -> None:
         ax.set_yscale("log")
     ax.set_xlabel("memory per GPU (GB)")
     ax.set_ylabel("step time (s)")
-    ax.legend(fontsize=7, markerscale=2)
+    ax.legend(fontsize=9, markerscale=2, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
 
 
 def png(fig):
-    """A notebook-displayable PNG of a Figure built with ``new_figure`` (no pyplot needed)."""
-    from IPython.display import Image
+    """A notebook-displayable picture of a Figure built with ``new_figure``: rendered at 2x,
+    shown at its natural width (``parlab.viz.figures.figure_image``; no pyplot needed)."""
+    from parlab.viz.figures import figure_image
 
-    from parlab.widgets.base import render_png
-
-    return Image(render_png(fig))
+    return figure_image(fig)

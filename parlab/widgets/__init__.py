@@ -2,7 +2,10 @@
 
 from .base import Dashboard
 from .comm import CommTimeDashboard
+from .drill import DrillDashboard
+from .pipeline import PipelineDashboard
 from .plan import PlanDashboard, SearchDashboard
 from .walls import ComputeWallDashboard, MemoryWallDashboard
 
-__all__ = ["CommTimeDashboard", "ComputeWallDashboard", "Dashboard", "MemoryWallDashboard", "PlanDashboard", "SearchDashboard"]
+__all__ = ["CommTimeDashboard", "ComputeWallDashboard", "Dashboard", "DrillDashboard", "MemoryWallDashboard",
+           "PipelineDashboard", "PlanDashboard", "SearchDashboard"]

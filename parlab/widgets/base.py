@@ -2,11 +2,23 @@
 
 A dashboard subclass declares its controls and three pure pieces: ``compute(**values)`` (calls
 the engines, returns a result), ``html(result)`` and ``figure(result)`` (a matplotlib Figure
-built without pyplot). The base wires them: any control change recomputes and redraws; a
-ValueError from the engines is shown in the dashboard, never as a traceback. The figure is
-rendered to PNG into an ``ipywidgets.Image``, so everything is testable without a kernel:
+from ``parlab.viz.figures.new_figure``). The base wires them, the same way for every dashboard:
 
-    dash = MemoryDashboard()
+- any control change recomputes and redraws; a ValueError from the engines is shown in the
+  dashboard, never as a traceback, and the previous table and figure are cleared (a stale
+  result never looks current);
+- the figure is rendered at 2x pixel density and shown at its natural CSS width (crisp, never
+  stretched to the cell), so controls, headline numbers and figure fit one screen;
+- ``inactive(**values)`` names the controls that have no effect for the other values; the base
+  disables them, so a learner never moves a knob that does nothing;
+- in a notebook the output also carries a static picture of the dashboard's state
+  (``image/png`` of the figure, or ``text/html`` of the table when there is no figure) and a
+  short ``text/plain`` line, so a notebook opened before Run All, or rendered on a static page,
+  shows a picture rather than a Python repr.
+
+Everything is testable without a kernel:
+
+    dash = MemoryWallDashboard()
     dash.controls["micro_batch"].value = 8      # in a plain pytest
     assert "8" in dash.output.value             # the table changed
 
@@ -16,45 +28,29 @@ Sliders are created with ``continuous_update=False``: a drag updates once, on re
 from __future__ import annotations
 
 import html as html_lib
-import io
+import textwrap
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import ipywidgets as widgets
 
+from parlab.viz.figures import SCALE, natural_size, new_figure, render_png
+from parlab.viz.html import html_table
+
+__all__ = ["CSS_PREFIX", "Dashboard", "html_table", "model_box", "new_figure", "render_png"]
+
 CSS_PREFIX = "parlab-"  # DOM classes for the browser test: parlab-<control>, parlab-output, ...
-
-
-def render_png(fig) -> bytes:
-    """PNG bytes of a matplotlib Figure (Agg canvas; no pyplot, no global state)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    canvas = FigureCanvasAgg(fig)
-    buf = io.BytesIO()
-    canvas.print_png(buf)
-    return buf.getvalue()
-
-
-def new_figure(width: float = 6.0, height: float = 3.2, **margins: float):
-    """A matplotlib Figure of the course's size (inches), not registered with pyplot.
-
-    Margins are fixed (``left``, ``right``, ``bottom``, ``top`` as figure fractions, as in
-    ``Figure.subplots_adjust``) rather than computed by a layout engine: constrained layout
-    costs 3-4x the drawing itself, and a dashboard redraws on every change.
-    """
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=100)
-    fig.subplots_adjust(**{"left": 0.1, "right": 0.97, "bottom": 0.16, "top": 0.9, **margins})
-    return fig
+NO_RESULT = '<p class="parlab-no-result" style="color:#777">(no result: fix the setting above)</p>'
 
 
 class Dashboard(widgets.VBox):
     """Base class: subclasses set ``title`` and implement ``make_controls``, ``compute``,
-    ``html`` and (optionally) ``figure``."""
+    ``html`` and (optionally) ``figure``, ``inactive`` and ``summary``."""
 
     title = ""
+    control_columns = 2
+    control_width = 360
 
     def __init__(self, **initial: Any) -> None:
         self.controls: dict[str, widgets.ValueWidget] = dict(self.make_controls())
@@ -71,8 +67,11 @@ class Dashboard(widgets.VBox):
         self.output = widgets.HTML().add_class(CSS_PREFIX + "output")
         self.error = widgets.HTML().add_class(CSS_PREFIX + "error")
         self.image = widgets.Image(format="png").add_class(CSS_PREFIX + "figure")
+        self.image.layout.max_width = "100%"
         self.result: Any = None
         self.last_error: str | None = None
+        self.png: bytes = b""  # the figure as last rendered (2x), also the static picture
+        self.figure_size: tuple[int, int] | None = None  # its natural size in CSS px
         self.timings: dict[str, float] = {}
         header = [widgets.HTML(f"<b>{html_lib.escape(self.title)}</b>")] if self.title else []
         super().__init__(header + [self.layout_controls(), self.error, self.output, self.image])
@@ -93,14 +92,25 @@ class Dashboard(widgets.VBox):
         """A matplotlib Figure for ``result`` (use ``new_figure``), or None for no picture."""
         return None
 
+    def inactive(self, **values: Any) -> Iterable[str]:
+        """Names of the controls that have no effect given ``values`` (the base disables them)."""
+        return ()
+
+    def summary(self, result: Any) -> str:
+        """One plain line about ``result`` for the notebook's ``text/plain`` (nbval compares it)."""
+        return ""
+
     # -- wiring --------------------------------------------------------------------------------
     def layout_controls(self) -> widgets.Widget:
-        """Controls in a two-column grid; override for another arrangement."""
+        """Controls in a grid of ``control_columns`` columns of ``control_width`` px, labels 120 px
+        (two of 360 by default; three of 300 keep a dashboard with many knobs on one screen)."""
         items = list(self.controls.values())
+        w = self.control_width
         for c in items:
             c.style = {"description_width": "120px"}
-            c.layout.width = "360px"
-        return widgets.GridBox(items, layout=widgets.Layout(grid_template_columns="repeat(2, 370px)"))
+            c.layout.width = f"{w}px"
+        return widgets.GridBox(items, layout=widgets.Layout(
+            grid_template_columns=f"repeat({self.control_columns}, {w + 10}px)"))
 
     def values(self) -> dict[str, Any]:
         return {name: c.value for name, c in self.controls.items()}
@@ -108,24 +118,71 @@ class Dashboard(widgets.VBox):
     def _on_change(self, change: dict) -> None:
         self.update()
 
+    def _set_inactive(self, values: dict[str, Any]) -> None:
+        off = set(self.inactive(**values))
+        unknown = off - set(self.controls)
+        if unknown:
+            raise ValueError(f"{type(self).__name__}.inactive() names no control {sorted(unknown)[0]!r}")
+        for name, control in self.controls.items():
+            if hasattr(control, "disabled"):
+                control.disabled = name in off
+
     def update(self) -> None:
-        """Recompute and redraw; a ValueError becomes a message in the dashboard."""
+        """Recompute and redraw. A ValueError becomes a message in the dashboard and clears
+        the previous table and figure."""
         t0 = time.perf_counter()
+        values = self.values()
+        self._set_inactive(values)
         try:
-            result = self.compute(**self.values())
+            result = self.compute(**values)
         except ValueError as err:
-            self.last_error = str(err)
+            self.result, self.last_error = None, str(err)
             self.error.value = (f'<div style="color:#b00020;border:1px solid #b00020;padding:4px">'
                                 f"{html_lib.escape(str(err))}</div>")
+            self.output.value = NO_RESULT
+            self.image.layout.display = "none"
+            self.png, self.figure_size = b"", None
             return
         t1 = time.perf_counter()
         self.result, self.last_error, self.error.value = result, None, ""
         self.output.value = self.html(result)
         fig = self.figure(result)
-        if fig is not None:
-            self.image.value = render_png(fig)
+        if fig is None:
+            self.png, self.figure_size = b"", None
+            self.image.layout.display = "none"
+        else:
+            self.png, self.figure_size = render_png(fig, SCALE), natural_size(fig)
+            self.image.value = self.png
+            self.image.width = str(self.figure_size[0])  # natural CSS width; the PNG is 2x
+            self.image.layout.display = None
         t2 = time.perf_counter()
         self.timings = {"compute_s": t1 - t0, "render_s": t2 - t1, "total_s": t2 - t0}
+
+    # -- the static face -----------------------------------------------------------------------
+    def plain_text(self) -> str:
+        """The ``text/plain`` of the notebook output: the title and the summary or the error
+        (at most 110 characters a line, deterministic)."""
+        name = self.title or type(self).__name__
+        if self.last_error is not None:
+            line = f"error: {self.last_error}"
+        else:
+            line = self.summary(self.result)
+        text = f"{name}\n(a live dashboard: run the notebook to move its controls)"
+        if line:
+            text += "\n" + line
+        return "\n".join(textwrap.shorten(part, 110, placeholder=" ...") for part in text.splitlines())
+
+    def _repr_mimebundle_(self, **kwargs):
+        data = super()._repr_mimebundle_(**kwargs) or {}
+        data["text/plain"] = self.plain_text()
+        metadata: dict[str, Any] = {}
+        if self.png:
+            data["image/png"] = self.png
+            metadata["image/png"] = {"width": self.figure_size[0], "height": self.figure_size[1]}
+        else:
+            data["text/html"] = (f"<b>{html_lib.escape(self.title)}</b>" + self.error.value
+                                 + self.output.value)
+        return data, metadata
 
 
 def model_box(value: str) -> widgets.Combobox:
@@ -134,17 +191,3 @@ def model_box(value: str) -> widgets.Combobox:
 
     return widgets.Combobox(value=value, options=list(MODELS), description="model",
                             placeholder="preset or size, e.g. 7B", ensure_option=False)
-
-
-def html_table(rows: list[list[Any]], headers: list[str], highlight_last: bool = False) -> str:
-    """A small HTML table for dashboard output (numbers right-aligned)."""
-    def cell(v: Any, tag: str) -> str:
-        align = "right" if isinstance(v, (int, float)) or str(v)[:1].isdigit() else "left"
-        return f'<{tag} style="text-align:{align};padding:1px 8px">{html_lib.escape(str(v))}</{tag}>'
-
-    head = "".join(cell(h, "th") for h in headers)
-    body = []
-    for i, row in enumerate(rows):
-        style = ' style="font-weight:bold;border-top:1px solid #888"' if highlight_last and i == len(rows) - 1 else ""
-        body.append(f"<tr{style}>" + "".join(cell(v, "td") for v in row) + "</tr>")
-    return f'<table style="border-collapse:collapse"><tr>{head}</tr>{"".join(body)}</table>'

@@ -10,14 +10,13 @@ import ipywidgets as widgets
 from parlab.costmodel import CLUSTERS, DTYPES, GPUS, LINKS, OFFLOADS, RECOMPUTE, SCHEDULES
 from parlab.costmodel.estimate import Estimate, Term
 from parlab.costmodel.search import SearchResult
-from parlab.tables import human_bytes, human_seconds
+from parlab.viz.figures import new_figure
+from parlab.viz.html import html_table
 
-from .base import Dashboard, html_table, model_box, new_figure
+from .base import Dashboard, model_box
 
 GPU_COUNTS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096]
 SAME = "(cluster's)"
-
-
 
 
 def _cluster(kind: str, n_gpus: int, gpu: str, intra: str, inter: str):
@@ -40,9 +39,10 @@ def _cluster_controls(model: str, gpus: int, overrides: tuple[str, ...]) -> dict
     return controls
 
 
-def _terms_table(terms: list[Term], unit) -> str:
-    rows = [[t.name, unit(t.value), t.formula, t.source] for t in terms]
-    return html_table(rows, ["term", "value", "formula", "source"])
+def _terms_table(terms: list[Term], header: str, scale: float, fmt: str) -> str:
+    """Terms as numbers (``value / scale`` under ``header``, one format), formulas left-aligned."""
+    rows = [[t.name, t.value / scale, t.formula, t.source] for t in terms]
+    return html_table(rows, ["term", header, "formula", "source"], {header: fmt})
 
 
 class PlanDashboard(Dashboard):
@@ -50,6 +50,7 @@ class PlanDashboard(Dashboard):
     SP, offload, dtype -> memory of the most loaded GPU and the step time, term by term."""
 
     title = "A full training plan: memory per GPU and time per step, term by term"
+    control_columns, control_width = 3, 300
 
     def make_controls(self):
         dd = widgets.Dropdown
@@ -90,15 +91,20 @@ class PlanDashboard(Dashboard):
         head = (f"<p><b>{html_lib.escape(est.model.name)}</b> on {html_lib.escape(est.cluster.describe())}<br>"
                 f"plan: <code>{html_lib.escape(est.plan.describe())}</code><br>"
                 + html_lib.escape(est.summary()).replace("\n", "<br>") + "</p>")
-        memory = _terms_table(est.memory_breakdown(), human_bytes)
-        time = _terms_table(est.time_breakdown(), human_seconds)
-        return (head + f"<p><b>memory, {html_lib.escape(est.rank_label)}</b></p>" + memory
-                + "<p><b>step time (last pipeline stage)</b></p>" + time)
+        memory = _terms_table(est.memory_breakdown(), "GB", 1e9, ",.2f")
+        time = _terms_table(est.time_breakdown(), "ms", 1e-3, ",.1f")
+        return (head + '<details class="parlab-terms"><summary>term by term, with formulas and sources'
+                "</summary>" + f"<p><b>memory, {html_lib.escape(est.rank_label)}</b></p>" + memory
+                + "<p><b>step time (last pipeline stage)</b></p>" + time + "</details>")
 
     def figure(self, est: Estimate):
         from parlab.viz.costmodel import plan_figure
 
         return plan_figure(est)
+
+    def summary(self, est: Estimate) -> str:
+        return (f"{est.model.name}, {est.plan.describe()}: {est.memory_total / 1e9:,.1f} GB per GPU, "
+                f"step {est.step_time:,.3g} s, MFU {est.mfu:.1%}")
 
 
 class SearchDashboard(Dashboard):
@@ -122,19 +128,30 @@ class SearchDashboard(Dashboard):
         offloads = list(OFFLOADS) if offload else ["none"]
         result = search(model, _cluster(cluster, gpus, SAME, SAME, inter), global_batch, offload=offloads,
                         dtype=dtype)
-        result.best()  # raises (shown in the dashboard) when nothing fits
+        if result.valid and not result.ranked:  # advise with the knobs this dashboard has
+            knobs = ["more GPUs", "a smaller model"] + ([] if offload else ["'allow offload'"])
+            raise ValueError(f"no valid plan fits in memory, with every recomputation and micro-batch "
+                             f"size already tried: choose {', '.join(knobs[:-1])} or {knobs[-1]}")
+        result.best()  # raises (shown in the dashboard) when no plan is valid at all
         return result, top
 
     def html(self, result: tuple[SearchResult, int]) -> str:
         res, top = result
         best = res.best()
-        head = (f"<p>{res.tried} plans tried, {res.valid} valid, {res.fitting} fit in memory. Fastest: "
+        head = (f"<p>{html_lib.escape(res.counts())}. Fastest: "
                 f"<code>{html_lib.escape(best.plan.describe())}</code></p>")
-        return head + html_table(res.rows(top), res.HEADERS)
+        rows = [[i + 1, e.plan.describe(), e.memory_total / 1e9, e.step_time, e.mfu, e.tokens_per_s]
+                for i, e in enumerate(res.ranked[:top])]
+        return head + html_table(rows, ["#", "plan", "memory (GB)", "step (s)", "MFU", "tokens/s"],
+                                 [",d", None, ",.1f", ",.3f", ".1%", ",.0f"])
 
     def figure(self, result: tuple[SearchResult, int]):
         from parlab.viz.costmodel import plot_search
 
-        fig = new_figure(6.0, 3.0, left=0.14, bottom=0.16)
+        fig = new_figure(7.5, 3.0, left=0.1, right=0.77, bottom=0.16)
         plot_search(fig.add_subplot(), result[0].ranked)
         return fig
+
+    def summary(self, result: tuple[SearchResult, int]) -> str:
+        best = result[0].best()
+        return f"fastest of {result[0].fitting:,} fitting plans: {best.plan.describe()}"
