@@ -8,4 +8,6 @@ BENCHES: dict[str, str] = {
     "widgets": "parlab.bench.widgets",
     "costmodel": "parlab.bench.costmodel",
     "comm": "parlab.bench.comm",
+    "pipeline": "parlab.bench.pipeline",
+    "ddp": "parlab.bench.ddp",
 }

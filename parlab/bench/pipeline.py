@@ -1,0 +1,130 @@
+"""``parlab bench pipeline``: one step of each schedule on 4 ranks, parlab's executor against
+``torch.distributed.pipelining`` on gloo, and the measured bubble against the simulator's.
+
+For each schedule (GPipe, 1F1B, interleaved 1F1B, ZB-H1; torch has the first three) it runs
+``--repeats`` steps of the same TinyGPT and batch (the first is a warm-up, the best of the rest is
+kept) with parlab's executor on the local backend and on the torch backend, and with torch's
+schedule on gloo, all in one run, and prints torch's step time / parlab's (above 1: parlab is
+faster). Then, from parlab's measured per-rank timeline (local backend): the measured bubble
+fraction, the simulator's with equal costs (backward = 2 forwards), and the simulator's with
+the measured mean F/B/W times of each stage, which should be close to the measured one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+HELP = "pipeline executor vs torch.distributed.pipelining (gloo) on 4 ranks, and measured bubbles"
+NAMES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ranks", type=int, default=4, help="pipeline stages = ranks (default 4)")
+    parser.add_argument("--m", type=int, default=8, help="micro-batches per step (default 8)")
+    parser.add_argument("--batch", type=int, default=32, help="sequences per step (default 32)")
+    parser.add_argument("--layers", type=int, default=8, help="TinyGPT layers (default 8)")
+    parser.add_argument("--hidden", type=int, default=128, help="TinyGPT hidden size (default 128)")
+    parser.add_argument("--repeats", type=int, default=3, help="steps per schedule, the first a "
+                        "warm-up (default 3)")
+
+
+def bench_worker(comm, names, cfg, x, y, m: int, repeats: int, with_torch: bool) -> dict:
+    """On every rank: {('parlab' | 'torch', name): (best step seconds, last StageRun or None)}."""
+    from parlab.parallel.pipeline import check_run, run_schedule
+    from parlab.parallel.pipeline_stage import build_chunks
+    from parlab.parallel.pipeline_torch import TORCH_SCHEDULES, torch_pipeline_step
+    from parlab.schedules import make_schedule
+
+    out = {}
+    for name in names:
+        v = 2 if name == "interleaved" else 1
+        sched = make_schedule(name, comm.world_size, m, v)
+        check_run(comm, sched, cfg, x)
+        model, chunks = build_chunks(cfg, sched.p, v, comm.rank)
+        best, run = float("inf"), None
+        for i in range(repeats):
+            for prm in model.parameters():
+                prm.grad = None
+            comm.barrier()
+            t0 = time.perf_counter()
+            run = run_schedule(comm, sched, model, chunks, x, y)
+            comm.barrier()
+            if i or repeats == 1:
+                best = min(best, time.perf_counter() - t0)
+        out[("parlab", name)] = (best, run)
+        if with_torch and name in TORCH_SCHEDULES:
+            seconds = torch_pipeline_step(comm, name, cfg, x, y, m, v, repeats)["seconds"]
+            out[("torch", name)] = (min(seconds[1:] or seconds), None)
+    return out
+
+
+def measured_costs(sched, runs):
+    """Costs with each stage's mean measured F, B and W seconds (a chunk's op times v: the
+    simulator's costs are per stage)."""
+    from parlab.schedules import Costs
+
+    means = {}
+    for kind in ("F", "B", "W"):
+        per = []
+        for r in runs:
+            times = [t1 - t0 for op, t0, t1 in r.spans if op.kind == kind]
+            per.append(sched.v * sum(times) / len(times) if times else 0.0)
+        means[kind] = per
+    return Costs(f=means["F"], b=means["B"], w=means["W"])
+
+
+def run(args: argparse.Namespace) -> int:
+    from parlab.comm import launch
+    from parlab.parallel import GPTConfig, batches
+    from parlab.parallel.pipeline import measured_timeline
+    from parlab.schedules import make_schedule, simulate
+    from parlab.tables import table
+
+    if args.ranks < 2 or args.m < 1 or args.repeats < 1:
+        raise ValueError("--ranks must be >= 2, --m and --repeats >= 1")
+    if args.batch % args.m or args.m % args.ranks:
+        raise ValueError(f"--batch ({args.batch}) must be a multiple of --m ({args.m}), and --m a "
+                         f"multiple of --ranks ({args.ranks}) for the interleaved schedule")
+    if args.layers < 2 * args.ranks:
+        raise ValueError(f"--layers ({args.layers}) must be >= 2 x --ranks ({2 * args.ranks}): the "
+                         f"interleaved schedule cuts the model into 2 chunks per rank")
+    cfg = GPTConfig(n_layer=args.layers, hidden=args.hidden, n_head=4, seq_len=32)
+    x, y = next(batches(args.batch, cfg.seq_len))
+    results = {}
+    for backend in ("local", "torch"):
+        print(f"bench pipeline: {args.ranks} ranks, {backend} backend, schedules "
+              f"{', '.join(NAMES)} ({args.repeats} steps each) ...", flush=True)
+        t = time.perf_counter()
+        per_rank = launch(bench_worker, args.ranks, NAMES, cfg, x, y, args.m, args.repeats,
+                          backend == "torch", backend=backend, timeout=300)
+        print(f"  done in {time.perf_counter() - t:.1f} s", flush=True)
+        for key in per_rank[0]:
+            seconds = max(r[key][0] for r in per_rank)
+            label = key[0] if key[0] == "torch" else f"parlab-{backend}"
+            results[(label, key[1])] = (seconds, [r[key][1] for r in per_rank])
+
+    rows = []
+    for name in NAMES:
+        loc, tor = results[("parlab-local", name)][0], results[("parlab-torch", name)][0]
+        pt = results.get(("torch", name), (None,))[0]
+        rows.append([name, f"{loc * 1e3:.1f}", f"{tor * 1e3:.1f}",
+                     "-" if pt is None else f"{pt * 1e3:.1f}",
+                     "-" if pt is None else f"{pt / loc:.2f}x", "-" if pt is None else f"{pt / tor:.2f}x"])
+    print(f"\none step, m={args.m}, batch {args.batch}, TinyGPT {args.layers} layers h={args.hidden} "
+          f"(best of {max(args.repeats - 1, 1)}):")
+    print(table(rows, ["schedule", "parlab local (ms)", "parlab gloo (ms)", "torch gloo (ms)",
+                       "torch / parlab local", "torch / parlab gloo"], "lrrrrr"))
+
+    rows = []
+    for name in NAMES:
+        sched = make_schedule(name, args.ranks, args.m, 2 if name == "interleaved" else 1)
+        runs = results[("parlab-local", name)][1]
+        measured = measured_timeline(sched, runs).bubble_fraction
+        equal = simulate(sched).bubble_fraction
+        fitted = simulate(sched, measured_costs(sched, runs)).bubble_fraction
+        rows.append([name, f"{100 * measured:.1f}", f"{100 * float(equal):.1f}", f"{100 * float(fitted):.1f}"])
+    print("\nbubble (% of stage time), parlab local backend:")
+    print(table(rows, ["schedule", "measured", "simulated, equal costs", "simulated, measured costs"],
+                "lrrr"))
+    return 0

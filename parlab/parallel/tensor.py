@@ -1,0 +1,275 @@
+"""Megatron-LM tensor parallelism in torch autograd: the f / g operators, column- and row-parallel
+linear layers, the vocabulary-parallel embedding, and sequence parallelism, on any communicator.
+
+Shoeybi et al. 2019 (Megatron-LM), Section 3 and Figure 3: an MLP is a column-parallel linear
+(``f`` before it: identity forward, all-reduce backward) then a row-parallel one (``g`` after
+it: all-reduce forward, identity backward); attention splits its heads the same way. So a
+transformer layer does 2 all-reduces of b*s*h in the forward and 2 in the backward. Sequence
+parallelism (Korthikanti et al. 2022, Section 4.2.2, Figure 5) keeps LayerNorm and dropout's
+activations split along the sequence: ``g`` becomes a reduce-scatter and ``f`` an all-gather
+(the same bytes on a ring), and the backward swaps them. Shapes: b batch, s sequence, h hidden,
+t = tp (the communicator's world_size). The operator names are Megatron's
+(megatron/core/tensor_parallel/mappings.py); ``f`` and ``g`` are the paper's.
+
+The communicator is passed in explicitly; every layer takes the TP group's communicator.
+The full model (``TensorParallelGPT``) lives in ``parlab.parallel.tensor_model``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .tensor_algebra import all_gather_along, all_reduce, reduce_scatter_along, shard
+
+SEQ_DIM = 1  # activations are (b, s, h): sequence parallelism splits dim 1
+
+
+def tp_degree(comm) -> int:
+    """The tensor-parallel degree t of ``comm`` (its world_size); TypeError if not a communicator."""
+    if not all(hasattr(comm, a) for a in ("rank", "world_size", "all_reduce", "all_gather")):
+        raise TypeError(f"comm must be a parlab communicator (the TP group's), got "
+                        f"{type(comm).__name__}")
+    return comm.world_size
+
+
+def check_divides(comm, **sizes: int) -> int:
+    """t, if t divides every size (name=value), else ValueError naming the rule and values."""
+    t = tp_degree(comm)
+    for name, n in sizes.items():
+        if n % t:
+            raise ValueError(f"the tensor-parallel degree tp={t} (the communicator's world_size) "
+                             f"must divide {name}={n}: each TP rank holds {name}/tp of it")
+    return t
+
+
+# ---------------------------------------------------------------------------- f, g and friends
+class _CopyToModelParallelRegion(torch.autograd.Function):
+    """f: identity forward, all-reduce backward (the input of a column-parallel layer)."""
+
+    @staticmethod
+    def forward(ctx, x, comm):
+        ctx.comm = comm
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return all_reduce(ctx.comm, grad), None
+
+
+class _ReduceFromModelParallelRegion(torch.autograd.Function):
+    """g: all-reduce forward, identity backward (the output of a row-parallel layer)."""
+
+    @staticmethod
+    def forward(ctx, x, comm):
+        return all_reduce(comm, x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class _GatherFromModelParallelRegion(torch.autograd.Function):
+    """All-gather along the last dim forward, keep this rank's block backward."""
+
+    @staticmethod
+    def forward(ctx, x, comm):
+        ctx.comm = comm
+        return all_gather_along(comm, x, -1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return shard(grad, ctx.comm.rank, ctx.comm.world_size, -1).contiguous(), None
+
+
+class _ScatterToModelParallelRegion(torch.autograd.Function):
+    """Keep this rank's block of the last dim forward, all-gather backward."""
+
+    @staticmethod
+    def forward(ctx, x, comm):
+        ctx.comm = comm
+        return shard(x, comm.rank, comm.world_size, -1).contiguous()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return all_gather_along(ctx.comm, grad, -1), None
+
+
+class _GatherFromSequenceParallelRegion(torch.autograd.Function):
+    """All-gather along the sequence forward, reduce-scatter backward (SP's f)."""
+
+    @staticmethod
+    def forward(ctx, x, comm):
+        ctx.comm = comm
+        return all_gather_along(comm, x, SEQ_DIM)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return reduce_scatter_along(ctx.comm, grad, SEQ_DIM), None
+
+
+class _ReduceScatterToSequenceParallelRegion(torch.autograd.Function):
+    """Reduce-scatter along the sequence forward, all-gather backward (SP's g)."""
+
+    @staticmethod
+    def forward(ctx, x, comm):
+        ctx.comm = comm
+        return reduce_scatter_along(comm, x, SEQ_DIM)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return all_gather_along(ctx.comm, grad, SEQ_DIM), None
+
+
+def copy_to_tensor_model_parallel_region(x: torch.Tensor, comm) -> torch.Tensor:
+    return _CopyToModelParallelRegion.apply(x, comm)
+
+
+def reduce_from_tensor_model_parallel_region(x: torch.Tensor, comm) -> torch.Tensor:
+    return _ReduceFromModelParallelRegion.apply(x, comm)
+
+
+def gather_from_tensor_model_parallel_region(x: torch.Tensor, comm) -> torch.Tensor:
+    return _GatherFromModelParallelRegion.apply(x, comm)
+
+
+def scatter_to_tensor_model_parallel_region(x: torch.Tensor, comm) -> torch.Tensor:
+    return _ScatterToModelParallelRegion.apply(x, comm)
+
+
+def gather_from_sequence_parallel_region(x: torch.Tensor, comm) -> torch.Tensor:
+    return _GatherFromSequenceParallelRegion.apply(x, comm)
+
+
+def reduce_scatter_to_sequence_parallel_region(x: torch.Tensor, comm) -> torch.Tensor:
+    return _ReduceScatterToSequenceParallelRegion.apply(x, comm)
+
+
+f = copy_to_tensor_model_parallel_region  # the paper's names (Shoeybi et al. 2019, Figure 3)
+g = reduce_from_tensor_model_parallel_region
+
+
+# ---------------------------------------------------------------------------- layers
+def _master_weight(out_features: int, in_features: int, seed: int) -> torch.Tensor:
+    """The full (out, in) weight every rank draws the same way before keeping its block
+    (Megatron's _initialize_affine_weight_cpu): N(0, 0.02) from a seeded generator."""
+    g_ = torch.Generator().manual_seed(seed)
+    return torch.empty(out_features, in_features).normal_(0.0, 0.02, generator=g_)
+
+
+def _mark(p: nn.Parameter, partition_dim: int | None, stride: int = 1,
+          sequence_parallel: bool = False) -> nn.Parameter:
+    """Megatron's parameter attributes: which dim is split over the TP ranks (None: replicated),
+    in how many interleaved groups (``stride``: 3 for fused q|k|v), and whether its gradient is
+    partial per rank because it acts on a sequence shard (then it must be all-reduced)."""
+    p.partition_dim, p.partition_stride, p.sequence_parallel = partition_dim, stride, sequence_parallel
+    return p
+
+
+class ColumnParallelLinear(nn.Module):
+    """Y = X A + b with A's output columns split: rank i computes Y_i = X A_i + b_i
+    (Shoeybi et al. 2019, Eq. 3). ``gather_output`` all-gathers the full Y; otherwise Y_i feeds
+    a RowParallelLinear. With ``sequence_parallel`` the input is a sequence shard, all-gathered
+    first (and the input gradient reduce-scattered). ``stride`` = 3 keeps q | k | v blocks."""
+
+    def __init__(self, in_features: int, out_features: int, comm, gather_output: bool = False,
+                 bias: bool = True, sequence_parallel: bool = False, stride: int = 1, seed: int = 0):
+        super().__init__()
+        if out_features % stride:
+            raise ValueError(f"out_features={out_features} must be a multiple of stride={stride}")
+        name = "out_features / stride" if stride > 1 else "out_features"
+        t = check_divides(comm, **{name: out_features // stride})
+        self.comm, self.gather_output, self.sequence_parallel = comm, gather_output, sequence_parallel
+        self.in_features, self.out_features = in_features, out_features
+        full = _master_weight(out_features, in_features, seed)
+        self.weight = _mark(nn.Parameter(shard_strided(full, comm.rank, t, 0, stride).clone()), 0, stride)
+        self.bias = _mark(nn.Parameter(torch.zeros(out_features // t)), 0, stride) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.sequence_parallel:
+            x = gather_from_sequence_parallel_region(x, self.comm)  # (b, s/t, h) -> (b, s, h)
+        else:
+            x = copy_to_tensor_model_parallel_region(x, self.comm)  # f
+        y = F.linear(x, self.weight, self.bias)  # (b, s, h) @ (h, n/t) -> (b, s, n/t)
+        return gather_from_tensor_model_parallel_region(y, self.comm) if self.gather_output else y
+
+
+class RowParallelLinear(nn.Module):
+    """Y = X A + b with A's input rows split: rank i computes X_i A_i, the ranks sum them
+    (``g``, or a reduce-scatter along the sequence with ``sequence_parallel``), then add b
+    (Shoeybi et al. 2019, Eq. 2). ``input_is_parallel=False`` splits a full X first."""
+
+    def __init__(self, in_features: int, out_features: int, comm, input_is_parallel: bool = True,
+                 bias: bool = True, sequence_parallel: bool = False, seed: int = 0):
+        super().__init__()
+        t = check_divides(comm, in_features=in_features)
+        if sequence_parallel and not input_is_parallel:
+            raise ValueError("RowParallelLinear(sequence_parallel=True) needs input_is_parallel=True: "
+                             "its input is the column-parallel output, split along the hidden dim")
+        self.comm, self.input_is_parallel = comm, input_is_parallel
+        self.sequence_parallel = sequence_parallel
+        self.in_features, self.out_features = in_features, out_features
+        full = _master_weight(out_features, in_features, seed)
+        self.weight = _mark(nn.Parameter(shard(full, comm.rank, t, 1).clone()), 1)
+        self.bias = (_mark(nn.Parameter(torch.zeros(out_features)), None,
+                           sequence_parallel=sequence_parallel) if bias else None)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.input_is_parallel:
+            x = scatter_to_tensor_model_parallel_region(x, self.comm)  # (b, s, n) -> (b, s, n/t)
+        y = F.linear(x, self.weight)  # (b, s, n/t) @ (n/t, h) -> (b, s, h): rank i's term
+        if self.sequence_parallel:
+            y = reduce_scatter_to_sequence_parallel_region(y, self.comm)  # -> (b, s/t, h)
+        else:
+            y = reduce_from_tensor_model_parallel_region(y, self.comm)  # g
+        return y if self.bias is None else y + self.bias
+
+
+class VocabParallelEmbedding(nn.Module):
+    """A token embedding whose vocabulary rows are split: rank i holds ids
+    [i V/t, (i+1) V/t), looks up those it owns, writes zeros for the rest, and the ranks sum
+    (``g``; a reduce-scatter along the sequence with ``sequence_parallel``) (Megatron-LM,
+    megatron/core/tensor_parallel/layers.py)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, comm,
+                 sequence_parallel: bool = False, seed: int = 0):
+        super().__init__()
+        t = check_divides(comm, num_embeddings=num_embeddings)
+        self.comm, self.sequence_parallel = comm, sequence_parallel
+        per_rank = num_embeddings // t
+        self.vocab_start, self.vocab_end = comm.rank * per_rank, (comm.rank + 1) * per_rank
+        full = _master_weight(num_embeddings, embedding_dim, seed)
+        self.weight = _mark(nn.Parameter(shard(full, comm.rank, t, 0).clone()), 0)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        foreign = (idx < self.vocab_start) | (idx >= self.vocab_end)  # ids another rank owns
+        local = (idx - self.vocab_start).masked_fill(foreign, 0)
+        part = F.embedding(local, self.weight).masked_fill(foreign.unsqueeze(-1), 0.0)  # (b, s, h)
+        if self.sequence_parallel:
+            return reduce_scatter_to_sequence_parallel_region(part, self.comm)  # (b, s/t, h)
+        return reduce_from_tensor_model_parallel_region(part, self.comm)
+
+
+def shard_strided(full: torch.Tensor, rank: int, world: int, dim: int, stride: int = 1) -> torch.Tensor:
+    """Rank ``rank``'s block of ``full`` along ``dim`` when the dim holds ``stride`` groups side
+    by side (q | k | v) and each group is split: the rank's block of every group, concatenated."""
+    if stride == 1:
+        return shard(full, rank, world, dim)
+    groups = full.chunk(stride, dim)
+    return torch.cat([shard(grp, rank, world, dim) for grp in groups], dim)
+
+
+def allreduce_sequence_parallel_grads(model: nn.Module, comm) -> None:
+    """Sum, over the TP group, the gradients of replicated parameters that act on a sequence
+    shard (LayerNorms, row-parallel biases, position embeddings under SP): each rank saw only
+    its part of the sequence (Megatron-LM, finalize_model_grads). One all-reduce of one buffer."""
+    grads = [p.grad for p in model.parameters()
+             if getattr(p, "sequence_parallel", False) and p.grad is not None]
+    if not grads or tp_degree(comm) == 1:
+        return
+    total = all_reduce(comm, torch.cat([gr.reshape(-1) for gr in grads]))
+    offset = 0
+    for gr in grads:
+        gr.copy_(total[offset:offset + gr.numel()].view_as(gr))
+        offset += gr.numel()
