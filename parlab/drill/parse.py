@@ -1,0 +1,142 @@
+"""Reading a learner's typed answer: a number with an optional unit ("12.5 GB", "3/11", "25%",
+"7B", "1.2e23 FLOPs", "70 ms") or a name among options ("all-reduce" = "AllReduce" = "all_reduce").
+
+Every reader returns a value or raises ``Unreadable`` with a message that says what was typed
+and what is expected; ``check`` turns that into feedback, never into a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+
+class Unreadable(ValueError):
+    """The learner's input could not be read as an answer of the expected kind."""
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """A kind of quantity: its units (lower-case spelling -> factor to the base unit) and how
+    the expected value is shown (``display`` unit, its factor) with an example input."""
+
+    name: str
+    units: dict[str, float]
+    display: str
+    example: str
+
+
+_DECIMAL = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
+_BINARY = {"ki": 2.0**10, "mi": 2.0**20, "gi": 2.0**30, "ti": 2.0**40, "pi": 2.0**50}
+
+
+def _byte_units() -> dict[str, float]:
+    units = {"b": 1.0, "byte": 1.0, "bytes": 1.0}
+    for p, f in _DECIMAL.items():
+        if p:
+            units[p + "b"] = f
+            units[p + "byte"] = units[p + "bytes"] = f
+    for p, f in _BINARY.items():
+        units[p + "b"] = f
+        units[p + "byte"] = units[p + "bytes"] = f
+    return units
+
+
+_RATE = re.compile(r"^(?P<prefix>[kmgtp]i?)?(?P<what>b|bit|bits|byte|bytes)(?:/s|/sec|ps)$",
+                   re.IGNORECASE)
+
+
+def _rate_factor(unit: str) -> float | None:
+    """Bytes/s in one ``unit``, or None. Case matters for the letter b, as networks write it:
+    'GB/s' and 'GBps' are bytes, 'Gb/s', 'Gbit/s' and 'Gbps' bits (a factor of 8)."""
+    m = _RATE.match(unit)
+    if not m:
+        return None
+    prefix, what = (m.group("prefix") or "").lower(), m.group("what")
+    scale = _BINARY[prefix] if prefix.endswith("i") else _DECIMAL[prefix]
+    bits = what == "b" or what.lower().startswith("bit")
+    return scale / 8 if bits else scale
+
+
+_SECONDS = {"s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "ms": 1e-3, "msec": 1e-3,
+            "millisecond": 1e-3, "milliseconds": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6,
+            "microsecond": 1e-6, "microseconds": 1e-6, "ns": 1e-9, "min": 60.0, "mins": 60.0,
+            "minute": 60.0, "minutes": 60.0, "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0,
+            "hours": 3600.0, "d": 86400.0, "day": 86400.0, "days": 86400.0,
+            "y": 365.25 * 86400, "yr": 365.25 * 86400, "year": 365.25 * 86400, "years": 365.25 * 86400}
+_COUNT = {"": 1.0, "k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "b": 1e9, "bn": 1e9,
+          "billion": 1e9, "g": 1e9, "t": 1e12, "trillion": 1e12}
+
+
+def _with_suffix(base: dict[str, float], words: tuple[str, ...]) -> dict[str, float]:
+    """Counts followed by a word: '7B params', '3.6e23 FLOPs', '16 B/param', '8 GPUs'."""
+    units = dict(base)
+    for p, f in base.items():
+        for w in words:
+            units[(p + " " + w).strip()] = units[p + w] = f
+    return units
+
+
+DIMENSIONS: dict[str, Dimension] = {
+    d.name: d for d in [
+        Dimension("bytes", _byte_units(), "GB", "12.5 GB (also MB, TB, GiB, bytes)"),
+        Dimension("rate", {}, "GB/s", "1.25 GB/s (also Gb/s = gigabits, Gbps, MB/s)"),
+        Dimension("seconds", _SECONDS, "s", "70 ms (also s, us, min, h, days, years)"),
+        Dimension("count", _with_suffix(_COUNT, ("params", "parameters", "gpus", "flops", "flop",
+                                                  "tokens", "ranks", "nodes", "steps")),
+                  "", "6.7B, 350M, 2240, 1.2e23"),
+        Dimension("fraction", {"": 1.0, "%": 0.01, "percent": 0.01}, "", "0.25, 25%, 3/11"),
+        Dimension("ratio", {"": 1.0, "x": 1.0, "times": 1.0}, "x", "2.3 or 2.3x"),
+        Dimension("bytes/param", {"": 1.0, "b": 1.0, "bytes": 1.0, "b/param": 1.0, "bytes/param": 1.0,
+                                  "bytes per param": 1.0, "bytes per parameter": 1.0}, "bytes/param",
+                  "16 or 16 bytes/param"),
+    ]
+}
+
+_NUMBER = re.compile(r"""^\s*(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:e[-+]?\d+)?)
+                         (?:\s*/\s*(?P<den>\d+(?:\.\d+)?))?\s*(?P<unit>.*?)\s*$""",
+                     re.IGNORECASE | re.VERBOSE)
+
+
+def read_number(text: object, dimension: str, unit: str | None = None) -> float:
+    """The value of ``text`` in the base unit of ``dimension`` (bytes, bytes/s, seconds, ...).
+
+    A missing unit means ``unit`` (the unit the question asks for; default the dimension's
+    display unit): "12.5" for a GB question is 12.5 GB. Raises ``Unreadable`` naming the input
+    and an example of what is expected.
+    """
+    dim = DIMENSIONS[dimension]
+    default = dim.display if unit is None else unit
+    if not isinstance(text, str | int | float) or isinstance(text, bool):
+        raise Unreadable(f"expected a typed answer such as {dim.example}, got {text!r}")
+    raw = str(text).strip().replace("\u2009", " ").replace("\u00a0", " ").replace("×", "x")
+    if not raw:
+        raise Unreadable(f"empty answer: type a number, e.g. {dim.example}")
+    m = _NUMBER.match(raw.replace("x10^", "e").replace("*10^", "e"))
+    if not m or not re.search(r"\d", m.group("num") or ""):
+        raise Unreadable(f"could not read a number from {raw!r}; write e.g. {dim.example}")
+    num = m.group("num").replace(",", "")
+    value = float(Fraction(num) / Fraction(m.group("den"))) if m.group("den") else float(num)
+    spelled = re.sub(r"\s+", " ", m.group("unit")).rstrip(".") or default
+    if dimension == "rate":
+        factor = _rate_factor(spelled.replace(" ", ""))
+        if factor is None:
+            raise Unreadable(f"unit {m.group('unit')!r} in {raw!r} is not a unit of {dimension}; "
+                             f"write e.g. {dim.example}")
+        return value * factor
+    key = spelled.lower()
+    if key not in dim.units:
+        raise Unreadable(f"unit {m.group('unit')!r} in {raw!r} is not a unit of {dimension}; "
+                         f"write e.g. {dim.example}")
+    return value * dim.units[key]
+
+
+def unit_factor(dimension: str, unit: str) -> float:
+    """Base units in one ``unit`` of ``dimension`` ('GB' -> 1e9 bytes, 'ms' -> 1e-3 s)."""
+    return read_number("1 " + unit if unit else "1", dimension, unit)
+
+
+def normalize_name(text: str) -> str:
+    """'All-Reduce', 'all_reduce', ' allreduce ' -> 'allreduce' (case, spaces, - and _ ignored)."""
+    return re.sub(r"[\s\-_.'\"`()]+", "", str(text).lower())
