@@ -14,6 +14,7 @@ def test_the_comm_benchmark_prints_ratios_bus_bandwidth_and_launch_latency(capsy
     assert "gloo/local" in out and "local busbw (GB/s)" in out
     assert "memcpy bandwidth of this machine" in out
     assert "launch latency" in out and "torch" in out
+    assert "async_op=True" in out and "compute that leaves the cores free" in out  # the overlap
 
 
 @pytest.mark.parametrize("argv, message", [
