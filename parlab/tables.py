@@ -64,8 +64,9 @@ def human_seconds(s: float) -> str:
         if s >= scale:
             v = f"{s / scale:,.3g}"
             return f"{v} {one if v == '1' else unit}"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
+    for unit, factor in (("s", 1), ("ms", 1e3)):  # rounding up to 1 stays in the larger unit:
+        if float(f"{s * factor:.3g}") >= 1:  # 0.9996 s is '1 s', not '1e+03 ms'
+            return f"{s * factor:.3g} {unit}"
     return f"{s * 1e6:.3g} µs"
 
 
@@ -73,7 +74,7 @@ def human_rate(bytes_per_s: float) -> str:
     """A bandwidth in decimal bytes per second, three significant digits: '2.51 GB/s', '300 GB/s',
     '140 MB/s' (never '2.51189 GB/s')."""
     for unit, scale in (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3)):
-        if bytes_per_s >= scale:
+        if float(f"{bytes_per_s / scale:.3g}") >= 1:  # 999.6 GB/s is '1 TB/s', not '1e+03 GB/s'
             return f"{bytes_per_s / scale:.3g} {unit}"
     return f"{bytes_per_s:.3g} B/s"
 

@@ -142,3 +142,61 @@ def test_an_error_never_waited_for_still_fails_the_run(world2):
 
 def test_a_wrong_argument_raises_at_the_call_not_at_wait(world2):
     assert "median" in world2.run(bad_argument)[0]
+
+
+def returns_with_ops_in_flight(comm):
+    """Rank 1 returns while its queued ops still wait (a recv from rank 0, then a send to rank
+    2): until they have run it has not returned, and rank 2's recv from it must not fail."""
+    import time
+
+    me = comm.rank
+    if me == 0:
+        time.sleep(0.5)  # rank 1 has returned by now, its recv still waiting for this send
+        comm.send(np.arange(3.0), 1)
+    elif me == 1:
+        comm.recv(0, async_op=True)
+        comm.send(np.arange(3.0) + 1, 2, async_op=True)
+        time.sleep(0.1)  # the communication thread is inside the recv when the function returns
+    else:
+        return comm.recv(1).tolist()
+    return None
+
+
+@pytest.mark.parametrize("backend", ["local", "torch"])
+def test_a_rank_with_async_ops_in_flight_has_not_returned(backend):
+    from parlab.comm import launch
+
+    assert launch(returns_with_ops_in_flight, 3, backend=backend, timeout=30)[2] == [1.0, 2.0, 3.0]
+
+
+def test_a_rank_with_async_ops_in_flight_has_not_returned_on_a_warm_world():
+    from parlab.comm import World
+
+    with World(3, backend="torch", timeout=30) as world:
+        assert world.run(returns_with_ops_in_flight)[2] == [1.0, 2.0, 3.0]
+
+
+def reset_behind_async_ops(comm) -> dict:
+    """reset_traffic() after async calls: their bytes are counted before the reset, never after."""
+    works = [comm.all_reduce(np.ones(BIG, np.float32), async_op=True) for _ in range(4)]
+    comm.reset_traffic()
+    after = comm.traffic()
+    for w in works:
+        w.wait()
+    return after
+
+
+def test_reset_traffic_waits_for_the_async_ops_issued_before_it(world2):
+    assert world2.run(reset_behind_async_ops) == [{}, {}]
+
+
+def threads_after_async(comm) -> int:
+    import threading
+
+    comm.all_reduce(np.ones(3), async_op=True).wait()
+    return threading.active_count()
+
+
+def test_a_warm_world_does_not_keep_a_communication_thread_per_run(world2):
+    counts = [world2.run(threads_after_async) for _ in range(3)]
+    assert counts[0] == counts[1] == counts[2]

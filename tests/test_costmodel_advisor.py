@@ -25,6 +25,14 @@ def test_on_pcie_and_10gbe_the_advisor_uses_tp_for_gpt3_at_1024_gpus(pcie):
     assert no_tp.time.bubble > 2 * best.time.bubble
 
 
+def test_the_table_says_when_no_plan_without_tp_fits(pcie):
+    from dataclasses import replace
+
+    _, best, _ = pcie.rows[0]
+    rows, headers = replace(pcie, rows=[(1.0, best, None)]).table()  # no tp = 1 plan fits
+    assert rows[0][-1] == "none fits" and headers[-1] == "best tp=1 (s)"
+
+
 def test_with_a_much_slower_pcie_the_advisor_drops_tp(pcie):
     k, best, no_tp = pcie.rows[-1]
     assert k == 8 and best.plan.tp == 1 and best.plan == no_tp.plan

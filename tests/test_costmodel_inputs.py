@@ -322,3 +322,28 @@ def test_helpers_reject_a_bool_given_as_a_string_and_zero_rates():
         comm_time_vs_bandwidth(1e9, 4, [10, 0])
     with pytest.raises(ValueError, match="dp must be a positive integer, got 0"):
         zero3_traffic_per_step(65e9, 0)
+
+
+@pytest.mark.parametrize("args, error, message", [
+    (("4", 1e6, 1e-6, 1e9), TypeError, r"ranks must be a positive integer, got '4'"),
+    ((4.0, 1e6, 1e-6, 1e9), ValueError, r"ranks must be a positive integer, got 4.0"),
+    ((4, math.nan, 1e-6, 1e9), ValueError, r"nbytes must be a number >= 0, got nan"),
+    ((4, 1e6, "5us", 1e9), TypeError, r"alpha must be a number >= 0, got '5us'"),
+    ((4, 1e6, 1e-6, math.nan), ValueError, r"bandwidth must be a finite number, got nan"),
+])
+def test_alphabeta_time_checks_its_numbers_by_name(args, error, message):
+    from parlab.costmodel import alphabeta
+
+    with pytest.raises(error, match=message):  # never a NaN time or a comparison's traceback
+        alphabeta.time("all_reduce", "ring", *args)
+
+
+@pytest.mark.parametrize("nbytes, bandwidth, message", [
+    (1e6, 0.0, r"bandwidth must be a positive number of bytes/s, got 0.0"),
+    (math.nan, 1e9, r"nbytes must be a number >= 0, got nan"),
+])
+def test_ring_time_names_a_bad_number_instead_of_dividing_by_zero(nbytes, bandwidth, message):
+    from parlab.costmodel.collectives import ring_time
+
+    with pytest.raises(ValueError, match=message):  # was ZeroDivisionError, and a NaN time
+        ring_time("all_reduce", nbytes, 4, bandwidth, 1e-6)

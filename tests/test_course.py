@@ -73,3 +73,12 @@ def test_make_lab_prints_the_direct_link_to_chapter_00(capsys):
     assert f"http://127.0.0.1:8899/lab/tree/{FIRST_CHAPTER}?token={token}" in out
     assert f"http://127.0.0.1:8899/lab?token={token}" in out
     assert "parlab.nbtools lab" in (ROOT / "Makefile").read_text()
+
+
+def test_make_lab_names_a_bad_port_and_the_rule(capsys):
+    from parlab.nbtools import main
+
+    for bad in ("0", "65536"):
+        with pytest.raises(SystemExit):
+            main(["lab", "--dry-run", "--port", bad])
+        assert f"--port must be in 1..65535, got {bad}" in capsys.readouterr().err

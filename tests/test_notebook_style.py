@@ -118,14 +118,50 @@ def dashboard_models(nb) -> set[str]:
             if "parlab-dashboard" in m.get("state", {}).get("_dom_classes", [])}
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
-def test_no_stored_text_line_is_longer_than_110_characters(path):
-    nb = nbformat.read(path, as_version=4)
+def long_lines(nb) -> list[str]:
+    """The stored text lines of ``nb`` longer than ``TEXT_WIDTH``, one message each."""
     long = []
     for i, cell in enumerate(nb.cells):
         for text in text_outputs(cell):
             long += [f"cell {i}: {len(line)} chars: {line[:80]}..." for line in text.splitlines()
                      if len(line) > TEXT_WIDTH]
+    return long
+
+
+def missing_pictures(nb) -> list[str]:
+    """The dashboard outputs of ``nb`` stored without an image/png or text/html picture."""
+    dashboards = dashboard_models(nb)
+    missing = []
+    for i, cell in enumerate(nb.cells):
+        for o in cell.get("outputs", []):
+            view = o.get("data", {}).get(WIDGET_VIEW)
+            if view is None:
+                continue
+            if view.get("model_id") in dashboards or DASHBOARD_CALL.search(cell.source):
+                if "image/png" not in o.data and "text/html" not in o.data:
+                    missing.append(f"cell {i}: a dashboard output without image/png or text/html "
+                                   f"({', '.join(o.data)})")
+    return missing
+
+
+def blurry_pngs(nb) -> list[str]:
+    """The stored PNGs of ``nb`` not shown at half their pixel width or less."""
+    blurry = []
+    for i, cell in enumerate(nb.cells):
+        for o in cell.get("outputs", []):
+            if "image/png" not in o.get("data", {}):
+                continue
+            w, _ = png_size(base64.b64decode(_text(o.data["image/png"])))
+            shown = o.get("metadata", {}).get("image/png", {}).get("width")
+            if shown is None or int(shown) * 2 > w:
+                blurry.append(f"cell {i}: a {w} px PNG shown at {shown or 'the cell width'} "
+                              "(use parlab.viz.figures.show_figure)")
+    return blurry
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_no_stored_text_line_is_longer_than_110_characters(path):
+    long = long_lines(nbformat.read(path, as_version=4))
     assert not long, "\n".join(long)
 
 
@@ -147,34 +183,13 @@ def test_check_yourself_answers_are_hidden_until_clicked(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_every_dashboard_cell_stores_a_static_picture(path):
-    nb = nbformat.read(path, as_version=4)
-    dashboards = dashboard_models(nb)
-    missing = []
-    for i, cell in enumerate(nb.cells):
-        for o in cell.get("outputs", []):
-            view = o.get("data", {}).get(WIDGET_VIEW)
-            if view is None:
-                continue
-            if view.get("model_id") in dashboards or DASHBOARD_CALL.search(cell.source):
-                if "image/png" not in o.data and "text/html" not in o.data:
-                    missing.append(f"cell {i}: a dashboard output without image/png or text/html "
-                                   f"({', '.join(o.data)})")
+    missing = missing_pictures(nbformat.read(path, as_version=4))
     assert not missing, "\n".join(missing)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_every_stored_png_is_rendered_at_2x_and_shown_at_natural_width(path):
-    nb = nbformat.read(path, as_version=4)
-    blurry = []
-    for i, cell in enumerate(nb.cells):
-        for o in cell.get("outputs", []):
-            if "image/png" not in o.get("data", {}):
-                continue
-            w, _ = png_size(base64.b64decode(_text(o.data["image/png"])))
-            shown = o.get("metadata", {}).get("image/png", {}).get("width")
-            if shown is None or int(shown) * 2 > w:
-                blurry.append(f"cell {i}: a {w} px PNG shown at {shown or 'the cell width'} "
-                              "(use parlab.viz.figures.show_figure)")
+    blurry = blurry_pngs(nbformat.read(path, as_version=4))
     assert not blurry, "\n".join(blurry)
 
 
@@ -217,3 +232,47 @@ def test_a_dashboard_is_recognised_by_its_stored_dom_class():
     nb = _nb([], widgets={"a": {"state": {"_dom_classes": ["parlab-dashboard"]}},
                           "b": {"state": {"_dom_classes": []}}})
     assert dashboard_models(nb) == {"a"}
+
+
+def test_an_answer_printed_beside_its_details_is_caught():
+    out = _check_output([("What is 6 x 7?", "42, computed")])
+    out.data["text/html"] += "<p>42, computed</p>"
+    assert any("outside <details>" in p for p in hidden_answer_problems(out))
+
+
+def test_a_long_stored_line_is_caught_and_one_of_110_is_not():
+    code = nbformat.v4.new_code_cell
+    stream = nbformat.v4.new_output
+    ok = code("print()", outputs=[stream("stream", name="stdout", text="x" * TEXT_WIDTH + "\n")])
+    too_long = code("print()", outputs=[stream("stream", name="stdout", text="x" * (TEXT_WIDTH + 1))])
+    assert long_lines(_nb([ok])) == []
+    assert len(long_lines(_nb([ok, too_long]))) == 1
+
+
+def test_a_dashboard_output_without_a_picture_is_caught():
+    code, output = nbformat.v4.new_code_cell, nbformat.v4.new_output
+    view = {WIDGET_VIEW: {"model_id": "a"}, "text/plain": "MemoryWallDashboard(...)"}
+    bare = code("MemoryWallDashboard()", outputs=[output("display_data", data=view)])
+    shown = code("MemoryWallDashboard()",
+                 outputs=[output("display_data", data={**view, "text/html": "<b>t</b>"})])
+    assert missing_pictures(_nb([shown])) == []
+    assert len(missing_pictures(_nb([bare]))) == 1
+    by_state = code("d", outputs=[output("display_data", data=view)])  # no Dashboard( in source
+    assert len(missing_pictures(_nb([by_state], widgets={"a": {"state": {
+        "_dom_classes": ["parlab-dashboard"]}}}))) == 1
+
+
+def test_a_png_shown_wider_than_half_its_pixels_is_caught():
+    from parlab.viz.figures import new_figure, render_png
+
+    png = base64.b64encode(render_png(new_figure(2.0, 1.0), 2)).decode()
+    w, _ = png_size(base64.b64decode(png))
+    output = nbformat.v4.new_output
+
+    def cell(width):
+        meta = {} if width is None else {"image/png": {"width": width}}
+        return nbformat.v4.new_code_cell("f", outputs=[output("display_data", data={"image/png": png},
+                                                               metadata=meta)])
+
+    assert blurry_pngs(_nb([cell(w // 2)])) == []
+    assert len(blurry_pngs(_nb([cell(w // 2 + 1), cell(None)]))) == 2

@@ -19,6 +19,12 @@ def test_rates_have_three_significant_digits(rate, text):
     assert human_rate(rate) == text
 
 
+@pytest.mark.parametrize("value, show, text", [(999.6e9, human_rate, "1 TB/s"), (999.6e6, human_rate, "1 GB/s"),
+                                              (0.9996, human_seconds, "1 s"), (0.0009996, human_seconds, "1 ms")])
+def test_rounding_up_to_a_thousand_moves_to_the_next_unit(value, show, text):
+    assert show(value) == text  # not '1e+03 GB/s' or '1e+03 ms'
+
+
 def test_binary_sizes_take_the_largest_unit():
     assert human_ibytes(16 * 2**20) == "16 MiB" and human_ibytes(2**10) == "1 KiB"
 

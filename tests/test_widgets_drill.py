@@ -5,31 +5,15 @@ import html
 
 import ipywidgets as widgets
 import pytest
+from test_drill import right_answer as right
+from test_drill import wrong_answer as wrong
 
 from parlab.course import CHAPTERS
-from parlab.drill.parse import unit_factor
-from parlab.drill.questions import LETTERS, Card
 from parlab.viz.html import TEXT_WIDTH
 from parlab.widgets.base import Dashboard
 from parlab.widgets.drill import DrillDashboard, part_sections, section_options, sections_for
 
 PNG = b"\x89PNG"
-
-
-def right(card: Card) -> str:
-    if card.kind == "choice":
-        return LETTERS[card.answer]
-    if card.kind == "name":
-        return card.answer
-    return f"{float(card.answer) / unit_factor(card.dimension, card.unit)!r} {card.unit}"
-
-
-def wrong(card: Card) -> str:
-    if card.kind == "choice":
-        return LETTERS[(card.answer + 1) % len(card.options)]
-    if card.kind == "name":
-        return next(o for o in card.options if o != card.answer)
-    return f"{float(card.answer) / unit_factor(card.dimension, card.unit) * 3 + 1!r} {card.unit}"
 
 
 def test_it_is_a_dashboard_with_a_card_a_score_and_a_figure():

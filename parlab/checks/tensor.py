@@ -16,16 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from parlab.comm import CommError, RankError, launch
+from parlab.parallel.tensor_algebra import shard
 
 TPS = (2, 3, 4)  # one launch of 4 ranks; the TP groups are ranks 0..t-1
 CASES_PER_TP = 3
 DTYPE_BYTES = 8  # float64: exact enough that any real mistake stands out
 TOL = 1e-9
-
-
-def _shard(t, rank: int, world: int, dim: int):
-    k = t.shape[dim] // world
-    return t.narrow(dim, rank * k, k)
 
 
 def _shapes(seed: int, t: int) -> list[tuple[int, int, int, int]]:
@@ -72,30 +68,39 @@ class _Case:
             self.problems.append(f"{self.label}: the {phase} moved {say}; it should move {need}: {hint}")
 
 
-def _column(comm, fn, b, s, k, m, seed):
+def _problem(b: int, s: int, k: int, m: int, seed: int):
+    """The serial ``nn.Linear(k, m)`` (float64, seeded), an input x (b, s, k) that wants its
+    gradient, and an output gradient dY (b, s, m), all drawn from one generator."""
     import torch
 
-    t, r = comm.world_size, comm.rank
     g = torch.Generator().manual_seed(seed)
     serial = torch.nn.Linear(k, m, dtype=torch.float64)
     with torch.no_grad():
         serial.weight.copy_(torch.randn(m, k, generator=g, dtype=torch.float64))
         serial.bias.copy_(torch.randn(m, generator=g, dtype=torch.float64))
     x = torch.randn(b, s, k, generator=g, dtype=torch.float64, requires_grad=True)
-    dy = torch.randn(b, s, m, generator=g, dtype=torch.float64)
+    dy = torch.randn(b, s, m, generator=g, dtype=torch.float64)  # (b, s, m)
+    return serial, x, dy
+
+
+def _column(comm, fn, b, s, k, m, seed):
+    import torch
+
+    t, r = comm.world_size, comm.rank
+    serial, x, dy = _problem(b, s, k, m, seed)
     serial(x).backward(dy)
     dx_want, x.grad = x.grad.clone(), None
-    w = _shard(serial.weight.detach(), r, t, 0).clone().requires_grad_()  # (m/t, k): rows = columns of A
-    bias = _shard(serial.bias.detach(), r, t, 0).clone().requires_grad_()
+    w = shard(serial.weight.detach(), r, t, 0).clone().requires_grad_()  # (m/t, k): rows = columns of A
+    bias = shard(serial.bias.detach(), r, t, 0).clone().requires_grad_()
     case = _Case(comm, f"column_parallel_linear, tp={t}, rank {r}, x {(b, s, k)} -> {m} features")
-    y, fwd, bwd = case.run(lambda: fn(x, w, bias, comm), lambda y: y.backward(_shard(dy, r, t, -1)))
+    y, fwd, bwd = case.run(lambda: fn(x, w, bias, comm), lambda y: y.backward(shard(dy, r, t, -1)))
     with torch.no_grad():
-        want = _shard(serial(x), r, t, -1)
+        want = shard(serial(x), r, t, -1)
     case.close("the output Y_i", y, want, "rank i computes X A_i + b_i, its block of Y's columns")
     case.close("dX", x.grad, dx_want,
                "f's backward must all-reduce the input gradient (each rank holds one term dY_i A_i^T)")
-    case.close("the weight gradient", w.grad, _shard(serial.weight.grad, r, t, 0), "dA_i = X^T dY_i")
-    case.close("the bias gradient", bias.grad, _shard(serial.bias.grad, r, t, 0), "db_i sums dY_i")
+    case.close("the weight gradient", w.grad, shard(serial.weight.grad, r, t, 0), "dA_i = X^T dY_i")
+    case.close("the bias gradient", bias.grad, shard(serial.bias.grad, r, t, 0), "db_i sums dY_i")
     case.traffic("forward", fwd, [], "f is the identity in the forward pass")
     case.traffic("backward", bwd, [("all_reduce", b * s * k * DTYPE_BYTES)],
                  "f all-reduces dX once, nothing else")
@@ -103,26 +108,18 @@ def _column(comm, fn, b, s, k, m, seed):
 
 
 def _row(comm, fn, b, s, k, m, seed):
-    import torch
-
     t, r = comm.world_size, comm.rank
-    g = torch.Generator().manual_seed(seed + 1)
-    serial = torch.nn.Linear(k, m, dtype=torch.float64)
-    with torch.no_grad():
-        serial.weight.copy_(torch.randn(m, k, generator=g, dtype=torch.float64))
-        serial.bias.copy_(torch.randn(m, generator=g, dtype=torch.float64))
-    x = torch.randn(b, s, k, generator=g, dtype=torch.float64, requires_grad=True)
-    dy = torch.randn(b, s, m, generator=g, dtype=torch.float64)
+    serial, x, dy = _problem(b, s, k, m, seed + 1)
     y_want = serial(x)
     y_want.backward(dy)
-    x_i = _shard(x.detach(), r, t, -1).clone().requires_grad_()  # (b, s, k/t): X split by columns
-    w = _shard(serial.weight.detach(), r, t, 1).clone().requires_grad_()  # (m, k/t): rows of A
+    x_i = shard(x.detach(), r, t, -1).clone().requires_grad_()  # (b, s, k/t): X split by columns
+    w = shard(serial.weight.detach(), r, t, 1).clone().requires_grad_()  # (m, k/t): rows of A
     bias = serial.bias.detach().clone().requires_grad_()
     case = _Case(comm, f"row_parallel_linear, tp={t}, rank {r}, x {(b, s, k)} -> {m} features")
     y, fwd, bwd = case.run(lambda: fn(x_i, w, bias, comm), lambda y: y.backward(dy))
     case.close("the output Y", y, y_want, "g all-reduces the partial products X_i A_i, then adds b once")
-    case.close("dX_i", x_i.grad, _shard(x.grad, r, t, -1), "dX_i = dY A_i^T, no communication")
-    case.close("the weight gradient", w.grad, _shard(serial.weight.grad, r, t, 1), "dA_i = X_i^T dY")
+    case.close("dX_i", x_i.grad, shard(x.grad, r, t, -1), "dX_i = dY A_i^T, no communication")
+    case.close("the weight gradient", w.grad, shard(serial.weight.grad, r, t, 1), "dA_i = X_i^T dY")
     case.close("the bias gradient", bias.grad, serial.bias.grad,
                "add the bias after the all-reduce (g's backward is the identity)")
     case.traffic("forward", fwd, [("all_reduce", b * s * m * DTYPE_BYTES)], "g all-reduces Y once")
@@ -146,16 +143,16 @@ def _mlp(comm, column, row, b, s, h, seed):
     want = fc2(F.gelu(fc1(x)))
     want.backward(dy)
     dx_want, x.grad = x.grad.clone(), None
-    w1 = _shard(fc1.weight.detach(), r, t, 0).clone().requires_grad_()
-    b1 = _shard(fc1.bias.detach(), r, t, 0).clone().requires_grad_()
-    w2 = _shard(fc2.weight.detach(), r, t, 1).clone().requires_grad_()
+    w1 = shard(fc1.weight.detach(), r, t, 0).clone().requires_grad_()
+    b1 = shard(fc1.bias.detach(), r, t, 0).clone().requires_grad_()
+    w2 = shard(fc2.weight.detach(), r, t, 1).clone().requires_grad_()
     b2 = fc2.bias.detach().clone().requires_grad_()
     case = _Case(comm, f"the MLP (column, GeLU, row), tp={t}, rank {r}, x {(b, s, h)}")
     y, fwd, bwd = case.run(lambda: row(F.gelu(column(x, w1, b1, comm)), w2, b2, comm),
                            lambda y: y.backward(dy))
     case.close("the output", y, want, "column then row needs no communication in between")
     case.close("dX", x.grad, dx_want, "f's all-reduce in the backward")
-    case.close("the first weight's gradient", w1.grad, _shard(fc1.weight.grad, r, t, 0), "dA_i = X^T dY_i")
+    case.close("the first weight's gradient", w1.grad, shard(fc1.weight.grad, r, t, 0), "dA_i = X^T dY_i")
     one = [("all_reduce", b * s * h * DTYPE_BYTES)]
     case.traffic("forward", fwd, one, "Megatron's MLP all-reduces once forward (g)")
     case.traffic("backward", bwd, one, "and once backward (f)")

@@ -412,6 +412,9 @@ class Communicator(ABC):
         return self._acct.snapshot()
 
     def reset_traffic(self) -> None:
+        """Start the counts anew (after the asynchronous operations issued so far have
+        finished, so that none of theirs lands after the reset)."""
+        self._sync()
         self._acct.by_op.clear()
 
     @contextmanager

@@ -64,6 +64,7 @@ class Progress:
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
         self.seen = False  # the error has reached the caller (at a wait() or a later call)
+        self._closed = False
 
     def on_thread(self) -> bool:
         return threading.current_thread() is self._thread
@@ -93,10 +94,21 @@ class Progress:
             self.seen = True
             raise self.error
 
+    def close(self) -> None:
+        """The run is over (a warm ``World`` makes a new communicator for the next one): the
+        thread ends once its queue is empty, instead of waiting for work forever."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        if self._thread is not None and not self.on_thread():
+            self._thread.join()
+
     def _loop(self) -> None:
         while True:
             with self._cond:
                 while not self._queue:
+                    if self._closed:
+                        return
                     self._cond.wait()
                 call, work = self._queue.popleft()
             if self.error is not None:  # an earlier operation failed: so does every later one

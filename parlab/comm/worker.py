@@ -86,8 +86,8 @@ def main(ctrl_fd: int, lifeline_fd: int, store_dir: str) -> None:
         fn, args = pickle.loads(job["payload"])
         status.set(RUNNING)
         result = fn(comm, *args)
+        comm._drain_async()  # its queued operations first: until they ran it has not returned
         status.set(FINISHING)
-        comm._drain_async()
         comm.close()
         reply = _result(job, result)
     except BaseException as err:  # noqa: BLE001 - everything goes back to the caller
@@ -135,9 +135,10 @@ def _serve(ctrl: socket.socket, job: dict, arena: Arena, status: Status, store_d
             comm = base.fresh()
             status.set(RUNNING)
             result = fn(comm, *args)
-            status.set(FINISHING)
             comm._drain_async()
+            status.set(FINISHING)
             comm.end_run()
+            comm._progress.close()  # its communication thread ends with the run
             reply = _result(job, result)
         except BaseException as err:  # noqa: BLE001 - everything goes back to the caller
             reply, base = _failure(err), None

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from . import trees
+from ._check import non_negative, number, positive
 
 # The algorithms of each collective: the one table that the runtime (parlab.comm.algorithms
 # runs every one of them), its argument check, and the dashboards' menus all read.
@@ -195,11 +196,10 @@ def time(op: str, algorithm: str, ranks: int, nbytes: float, alpha: float, bandw
          gamma: float = 0.0) -> CommTime:
     """Modelled time of one operation. ``alpha`` in seconds per message, ``bandwidth`` in
     bytes per second per link, ``gamma`` in seconds per byte reduced."""
-    if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
-        raise ValueError(f"ranks must be a positive integer, got {ranks!r}")
-    if nbytes < 0 or alpha < 0 or gamma < 0:
-        raise ValueError(f"nbytes, alpha and gamma must be >= 0, got {nbytes!r}, {alpha!r}, {gamma!r}")
-    if not bandwidth > 0:
+    ranks = positive("ranks", ranks, integer=True)
+    for name, value in (("nbytes", nbytes), ("alpha", alpha), ("gamma", gamma)):
+        non_negative(name, value)
+    if not number("bandwidth", bandwidth) > 0:
         raise ValueError(f"bandwidth must be a positive number of bytes/s, got {bandwidth!r}")
     steps, volume, reduced = shape(op, algorithm, ranks, nbytes)
     return CommTime(op, algorithm, ranks, nbytes, steps, volume, reduced,

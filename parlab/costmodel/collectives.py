@@ -29,8 +29,8 @@ ALGORITHMS = ("ring", "double_binary_tree", "auto")
 
 
 def _priced(op: str, algorithm: str, nbytes: float, n: int, bandwidth: float, latency: float) -> float:
-    steps, volume, _ = alphabeta.shape(op, algorithm, n, nbytes)
-    return steps * latency + volume / bandwidth
+    """steps x alpha + volume / B of ``alphabeta.time`` (which checks the numbers by name)."""
+    return alphabeta.time(op, algorithm, n, nbytes, latency, bandwidth).seconds
 
 
 def ring_time(op: str, nbytes: float, n: int, bandwidth: float, latency: float) -> float:

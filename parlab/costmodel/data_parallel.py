@@ -59,6 +59,11 @@ class DDPStep:
         return self.compute_s + self.exposed_s
 
     @property
+    def hidden_s(self) -> float:
+        """Communication hidden behind the backward pass."""
+        return self.comm_s - self.exposed_s
+
+    @property
     def hidden_fraction(self) -> float:
         """The part of the communication that ran during backward (1: all hidden)."""
         return 1.0 if self.comm_s == 0 else 1.0 - self.exposed_s / self.comm_s
@@ -91,7 +96,7 @@ def ddp_step(model: str | ModelSpec, gpus: int, link: str | LinkSpec, gpu: str |
     grad_bytes = n * GRAD_BYTES
     k = max(1, math.ceil(grad_bytes / (bucket_mb * MB)))
     sizes = [grad_bytes / k] * k
-    bucket_s = ([alphabeta.time("all_reduce", "ring", gpus, b, ln.latency, ln.bandwidth * ln.efficiency).seconds
+    bucket_s = ([alphabeta.time("all_reduce", "ring", gpus, b, ln.latency, ln.achievable).seconds
                  for b in sizes] if gpus > 1 else [0.0] * k)
     comm = sum(bucket_s)
     exposed = exposed_communication(bwd, bucket_s) if overlap else comm

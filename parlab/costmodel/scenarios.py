@@ -145,7 +145,7 @@ class TPWithoutNVLink:
     global_batch: int
     intra_per_gpu: float  # bytes/s one GPU gets inside a node (achievable)
     network_per_gpu: float  # bytes/s one GPU gets between nodes when all GPUs of a node talk
-    rows: list[tuple[float, Estimate, Estimate]]  # (PCIe slowdown, fastest plan, fastest with tp = 1)
+    rows: list[tuple[float, Estimate, Estimate | None]]  # (PCIe slowdown, fastest, fastest with tp = 1)
 
     @property
     def speed_ratio(self) -> float:
@@ -159,9 +159,10 @@ class TPWithoutNVLink:
         return max(wins) if wins else None
 
     def table(self) -> tuple[list[list[object]], list[str]]:
-        """(rows, headers): per PCIe slowdown, the fastest plan, its TP term, and the tp = 1 plan."""
+        """(rows, headers): per PCIe slowdown, the fastest plan, its TP term, and the tp = 1 plan
+        ('none fits' where no plan without TP fits in memory)."""
         out = [[f"{k:g}x", b.plan.describe(), round(b.step_time, 1), round(b.time.tp_comm, 1),
-                round(t1.step_time, 1)] for k, b, t1 in self.rows]
+                round(t1.step_time, 1) if t1 is not None else "none fits"] for k, b, t1 in self.rows]
         return out, ["PCIe slower by", "fastest plan", "step (s)", "of which TP (s)", "best tp=1 (s)"]
 
 

@@ -104,8 +104,12 @@ def check_choices(**given) -> dict:
     return out
 
 
+#: the micro-batch sizes the search tries unless told otherwise
+MICRO_BATCHES = (1, 2, 4, 8, 16)
+
+
 def candidate_plans(model: ModelSpec, n_gpus: int, global_batch: int, *,
-                    micro_batches: Iterable[int] = (1, 2, 4, 8, 16), zero_stages: Iterable[int] = (0, 1, 2, 3),
+                    micro_batches: Iterable[int] = MICRO_BATCHES, zero_stages: Iterable[int] = (0, 1, 2, 3),
                     schedules: Iterable[str] = ("1f1b", "interleaved", "gpipe"), chunks: Iterable[int] = (2, 4),
                     recompute: Iterable[str] = RECOMPUTE, sequence_parallel: Iterable[bool] = (False, True),
                     offload: Iterable[str] = ("none",), dtype: str = "bf16") -> Iterator[Plan]:
@@ -210,5 +214,5 @@ def search(model: str | ModelSpec, cluster: Cluster, global_batch: int, *, top: 
     reason = ""
     if not valid:
         reason = (f"no valid plan: {first_error}" if tried else
-                  _why_none(model, cluster.n_gpus, global_batch, choices.get("micro_batches", [1, 2, 4, 8, 16])))
+                  _why_none(model, cluster.n_gpus, global_batch, choices.get("micro_batches", MICRO_BATCHES)))
     return SearchResult(fitting[:top] if top else fitting, tried, valid, len(fitting), reason)

@@ -35,8 +35,25 @@ MEGATRON_TABLE1_RUNS: dict[float, tuple[int, int]] = {
 }
 
 
+class _VsMeasured:
+    """A row's predicted TFLOP/s per GPU (its ``estimate``) and the signed relative error against
+    its ``measured`` TFLOP/s per GPU: (predicted - measured) / measured."""
+
+    estimate: Estimate
+    measured: float
+
+    @property
+    def predicted(self) -> float:
+        return self.estimate.hardware_tflops_per_gpu
+
+    @property
+    def error(self) -> float:
+        """(predicted - measured) / measured."""
+        return self.predicted / self.measured - 1
+
+
 @dataclass(frozen=True)
-class MegatronRow:
+class MegatronRow(_VsMeasured):
     """One row of Table 1: the measured TFLOP/s, ours with the published micro-batch and
     schedule (``estimate``), and ours with the advisor's micro-batch and schedule for the same
     dp/tp/pp (``advised``)."""
@@ -49,15 +66,6 @@ class MegatronRow:
     measured: float
     estimate: Estimate
     advised: Estimate
-
-    @property
-    def predicted(self) -> float:
-        return self.estimate.hardware_tflops_per_gpu
-
-    @property
-    def error(self) -> float:
-        """(predicted - measured) / measured."""
-        return self.predicted / self.measured - 1
 
     @property
     def advised_error(self) -> float:
@@ -257,7 +265,7 @@ def zero_paper_example(n_params: float = 7.5e9, dp: int = 64) -> dict[int, float
 
 # -- ZeRO-3 at scale (guide 1.17) ---------------------------------------------------------------
 @dataclass(frozen=True)
-class Zero3Row:
+class Zero3Row(_VsMeasured):
     """One GPU count of Narayanan et al. 2021, Table 2: the measured TFLOP/s per GPU of ZeRO-3
     (no model parallelism) and of PTD-P, and our estimate of the same ZeRO-3 run."""
 
@@ -266,14 +274,6 @@ class Zero3Row:
     measured: float
     measured_ptdp: float
     estimate: Estimate
-
-    @property
-    def predicted(self) -> float:
-        return self.estimate.hardware_tflops_per_gpu
-
-    @property
-    def error(self) -> float:
-        return self.predicted / self.measured - 1
 
     @property
     def measured_seconds(self) -> float:

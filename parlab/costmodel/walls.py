@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ._check import positive
 from .flops import train_flops_6nd, training_seconds
 from .hardware import GPUS, GPUSpec, get_gpu
-from .memory import ModelStateMemory, activation_bytes, model_state_memory
+from .memory import ModelStateMemory, activation_bytes, get_precision, model_state_memory
 from .models import ModelSpec, get_model
 
 
@@ -86,6 +86,15 @@ class ComputeWall:
     @property
     def days(self) -> float:
         return self.seconds / 86_400
+
+    @property
+    def days_one_gpu(self) -> float:
+        return self.days * self.n_gpus
+
+    @property
+    def peak_flops(self) -> float:
+        """Peak FLOP/s of one GPU in the compute type of ``dtype``."""
+        return self.gpu.peak_flops(get_precision(self.dtype).compute_dtype)
 
 
 def compute_wall(model: str | ModelSpec, tokens: float = 300e9, gpu: str | GPUSpec = "a100-80gb",

@@ -39,6 +39,11 @@ def _as_tuple(name: str, value: str | Iterable[str] | None, allowed: tuple[str, 
     return values
 
 
+def part_sections(part: str) -> list[str]:
+    """The guide sections of ``part`` ('1' -> ['1.1', ..., '1.22']), in guide order."""
+    return [s for s in SECTIONS if s.split(".")[0] == part]
+
+
 def select(sections: str | Iterable[str] | None = None, topics: str | Iterable[str] | None = None,
            kinds: str | Iterable[str] | None = None, bank: Iterable[Question] = BANK) -> list[Question]:
     """The questions of ``bank`` in any of ``sections`` (e.g. '1.7', or a part: '1' or '4'), of any
@@ -49,7 +54,7 @@ def select(sections: str | Iterable[str] | None = None, topics: str | Iterable[s
     if sections is not None:
         wanted = set()
         for s in sections:
-            part = [x for x in SECTIONS if x.split(".")[0] == s]
+            part = part_sections(s)
             if s not in SECTIONS and not part:
                 raise ValueError(f"sections: {s!r} is neither a guide section (1.1 ... 4.5) nor a part "
                                  "(1, 2, 3, 4)")

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import torch
 
-
-def _all_reduce(comm, x: torch.Tensor, op: str = "sum") -> torch.Tensor:
-    return x if comm.world_size == 1 else comm.all_reduce(x, op)
+from .tensor_algebra import all_reduce
 
 
 class _VocabParallelCrossEntropy(torch.autograd.Function):
@@ -23,14 +21,14 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
     def forward(ctx, logits, targets, comm):
         v_part = logits.shape[-1]
         start = comm.rank * v_part
-        z_max = _all_reduce(comm, logits.max(dim=-1).values, "max")  # (b, s)
+        z_max = all_reduce(comm, logits.max(dim=-1).values, "max")  # (b, s)
         z = logits - z_max.unsqueeze(-1)  # (b, s, V/t)
         foreign = (targets < start) | (targets >= start + v_part)  # targets another rank owns
         local = (targets - start).masked_fill(foreign, 0)
         z_target = z.gather(-1, local.unsqueeze(-1)).squeeze(-1).masked_fill(foreign, 0.0)
-        z_target = _all_reduce(comm, z_target)  # (b, s): the target's logit, from its owner
+        z_target = all_reduce(comm, z_target)  # (b, s): the target's logit, from its owner
         exp = z.exp()
-        sum_exp = _all_reduce(comm, exp.sum(dim=-1))  # (b, s)
+        sum_exp = all_reduce(comm, exp.sum(dim=-1))  # (b, s)
         ctx.save_for_backward(exp.div_(sum_exp.unsqueeze(-1)), local, foreign)  # softmax
         return sum_exp.log() - z_target  # (b, s) per-token loss
 

@@ -191,7 +191,7 @@ def pipeline_step(comm, schedule: Schedule, config: GPTConfig, x: torch.Tensor,
     check_run(comm, schedule, config, x)
     model, chunks = build_chunks(config, schedule.p, schedule.v, comm.rank)
     run = run_schedule(comm, schedule, model, chunks, x, y)
-    sync_tied_grads(comm, model, schedule.p, schedule.p * schedule.v)
+    sync_tied_grads(comm, model, schedule.p)
     run.grads = {name: prm.grad.clone() for name, prm in owned_params(model, chunks).items()
                  if prm.grad is not None}
     return run
@@ -211,7 +211,7 @@ def train_pipeline(comm, schedule: Schedule, config: GPTConfig, batches: Iterabl
         for prm in params:
             prm.grad = None
         run = run_schedule(comm, schedule, model, chunks, x, y)
-        sync_tied_grads(comm, model, schedule.p, schedule.p * schedule.v)
+        sync_tied_grads(comm, model, schedule.p)
         with torch.no_grad():
             for prm in params:
                 if prm.grad is not None:

@@ -74,7 +74,7 @@ def owned_params(model: TinyGPT, chunks: list[StageChunk]) -> dict[str, nn.Param
     return {name: p for name, p in model.named_parameters() if id(p) in mine}
 
 
-def sync_tied_grads(comm, model: TinyGPT, p: int, n_virtual: int) -> None:
+def sync_tied_grads(comm, model: TinyGPT, p: int) -> None:
     """Sum the tied embedding's gradient between the ranks of the first and the last piece
     (rank 0 and rank p - 1): the serial model's gradient is the sum of both uses."""
     if not model.config.tie_embeddings or p == 1 or comm.rank not in (0, p - 1):

@@ -68,7 +68,7 @@ def torch_pipeline_step(comm, name: str, config: GPTConfig, x: torch.Tensor, y: 
             sched.step(**kwargs)
         seconds.append(time.perf_counter() - t0)
     dist.barrier()
-    sync_tied_grads(comm, model, p, p * v)
+    sync_tied_grads(comm, model, p)
     grads = {n: prm.grad.clone() for n, prm in owned_params(model, chunks).items()
              if prm.grad is not None}
     loss = float(sum(loss.detach() for loss in losses) / len(losses)) if losses else None

@@ -69,9 +69,10 @@ def reduce_scatter_along(comm, x, axis: int = -1):
     return _moveaxis(comm.reduce_scatter(front), 0, axis)  # (k, ...) moved back
 
 
-def all_reduce(comm, x):
-    """The sum over ranks of ``x`` (every rank gets it)."""
-    return x if comm.world_size == 1 else comm.all_reduce(x)
+def all_reduce(comm, x, op: str = "sum"):
+    """The reduction (``op``: the communicator's, default the sum) over ranks of ``x``, which
+    every rank gets."""
+    return x if comm.world_size == 1 else comm.all_reduce(x, op)
 
 
 def _flat(x: np.ndarray) -> np.ndarray:

@@ -67,6 +67,6 @@ class DataParallelDashboard(Dashboard):
         from parlab.viz.data_parallel import step_terms_figure
 
         sweep: list[DDPStep] = r["sweep"]
-        rows = [(name, s.compute_s, s.comm_s - s.exposed_s, s.exposed_s)
+        rows = [(name, s.compute_s, s.hidden_s, s.exposed_s)
                 for name, s in (("overlap", r["on"]), ("no overlap", r["off"]))]
         return step_terms_figure(rows, r["bucket_mb"], (BUCKETS_MB, [s.step_s for s in sweep]))

@@ -23,6 +23,7 @@ import ipywidgets as widgets
 
 from parlab.course import CHAPTERS
 from parlab.drill import KINDS, SECTIONS, TOPICS, Quiz, Score, count_by_section, title
+from parlab.drill.bank import part_sections
 from parlab.drill.questions import LETTERS, Result
 from parlab.viz.drill import drill_figure
 
@@ -32,11 +33,6 @@ from .base import CSS_PREFIX, Dashboard
 GUIDE_PARTS = {"1": "theory", "2": "practice at scale", "3": "choosing a strategy", "4": "problems from the field"}
 KIND_NAMES = {"choice": "multiple choice", "name": "a name", "number": "a number"}
 ALL = "all"
-
-
-def part_sections(part: str) -> list[str]:
-    """The guide sections of ``part`` ('1' -> ['1.1', ..., '1.22']), in guide order."""
-    return [s for s in SECTIONS if s.split(".")[0] == part]
 
 
 def part_label(part: str) -> str:

@@ -7,7 +7,7 @@ import html as html_lib
 
 import ipywidgets as widgets
 
-from parlab.costmodel import GPUS, OPTIMIZERS, PRECISIONS, RECOMPUTE, get_precision
+from parlab.costmodel import GPUS, OPTIMIZERS, PRECISIONS, RECOMPUTE
 from parlab.costmodel.walls import ComputeWall, MemoryWall, compute_wall, memory_wall
 from parlab.tables import human_bytes, human_count
 from parlab.viz.figures import new_figure
@@ -101,12 +101,12 @@ class ComputeWallDashboard(Dashboard):
 
     def html(self, w: ComputeWall) -> str:
         gpus = "1 GPU" if w.n_gpus == 1 else f"{w.n_gpus:,} GPUs"
-        peak = w.gpu.peak_flops(get_precision(w.dtype).compute_dtype)
+        peak = w.peak_flops
         rows = [["parameters N", human_count(w.model.num_params())],
                 ["tokens D", human_count(w.tokens)],
                 ["training FLOPs 6ND", f"{w.flops:.3g}"],
                 [f"peak of one {w.gpu.name} ({w.dtype})", f"{peak / 1e12:,.1f} TFLOP/s"],
-                ["time on 1 GPU", days_label(w.days * w.n_gpus)],
+                ["time on 1 GPU", days_label(w.days_one_gpu)],
                 [f"time on {gpus}", days_label(w.days)]]
         return html_table(rows, ["quantity", "value"], highlight_last=True)
 
