@@ -145,7 +145,7 @@ def ring_allreduce_time(rng) -> Posed:
     c = _link_case(rng)
     t = alphabeta.time("all_reduce", "ring", c["ranks"], c["nbytes"], c["alpha"], c["bandwidth"])
     return Posed(f"Ring all-reduce of {c['nbytes']:,.0f} bytes among {c['ranks']} ranks, alpha = "
-                 f"{c['alpha'] * 1e6:g} us per message, {c['bandwidth'] / 1e9:g} GB/s per link: how many "
+                 f"{c['alpha'] * 1e6:g} µs per message, {c['bandwidth'] / 1e9:g} GB/s per link: how many "
                  "ms by the alpha-beta model (no reduction cost)?", t.seconds,
                  f"parlab alphabeta: 2(p-1) alpha + 2(p-1)/p n/B: {t.explain()}", c)
 
@@ -154,9 +154,9 @@ def latency_or_bandwidth(rng) -> Posed:
     c = _link_case(rng)
     t = alphabeta.time("all_reduce", "ring", c["ranks"], c["nbytes"], c["alpha"], c["bandwidth"])
     return Posed(f"A ring all-reduce of {c['nbytes']:,.0f} bytes among {c['ranks']} ranks, alpha = "
-                 f"{c['alpha'] * 1e6:g} us, {c['bandwidth'] / 1e9:g} GB/s: is it latency-bound or "
+                 f"{c['alpha'] * 1e6:g} µs, {c['bandwidth'] / 1e9:g} GB/s: is it latency-bound or "
                  "bandwidth-bound (which term is larger)?", t.bound,
-                 f"latency {t.latency * 1e6:,.4g} us vs transfer {t.transfer * 1e6:,.4g} us. Small "
+                 f"latency {t.latency * 1e6:,.4g} µs vs transfer {t.transfer * 1e6:,.4g} µs. Small "
                  "messages are latency-bound: the reason for gradient buckets.", c)
 
 
@@ -230,7 +230,7 @@ def multinode_allreduce(rng) -> Posed:
     grads = model_state_memory(n, "mixed", "adam").grads
     t = comm_time_vs_bandwidth(grads, nodes, [gbit], latency_us=latency_us, efficiency=efficiency)[0]
     return Posed(f"Data parallelism over {nodes} machines joined by {gbit} Gb/s ({efficiency:.0%} of line "
-                 f"rate achieved, {latency_us:g} us latency): how many seconds does one ring all-reduce "
+                 f"rate achieved, {latency_us:g} µs latency): how many seconds does one ring all-reduce "
                  f"of the 16-bit gradients of a {_b(n)} model take?", t,
                  f"parlab comm_time_vs_bandwidth: 2(n-1) alpha + 2(n-1)/n x {grads / 1e9:.4g} GB / "
                  f"({gbit} Gb/s x {efficiency:g}) = {t:,.4g} s.",

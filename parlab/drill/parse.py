@@ -82,7 +82,7 @@ DIMENSIONS: dict[str, Dimension] = {
     d.name: d for d in [
         Dimension("bytes", _byte_units(), "GB", "12.5 GB (also MB, TB, GiB, bytes)"),
         Dimension("rate", {}, "GB/s", "1.25 GB/s (also Gb/s = gigabits, Gbps, MB/s)"),
-        Dimension("seconds", _SECONDS, "s", "70 ms (also s, us, min, h, days, years)"),
+        Dimension("seconds", _SECONDS, "s", "70 ms (also s, µs or us, min, h, days, years)"),
         Dimension("count", _with_suffix(_COUNT, ("params", "parameters", "gpus", "flops", "flop",
                                                   "tokens", "ranks", "nodes", "steps")),
                   "", "6.7B, 350M, 2240, 1.2e23"),
