@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from parlab.comm import CommError, RankError, launch
 from parlab.parallel.bucket import bucket_bytes, bucket_plan
+
+from .ranks import launch_learner_code
 
 WORLD = 3          # odd: dividing by 2 instead of the world size shows
 STEPS = 3          # SGD steps compared with serial training
@@ -95,17 +96,9 @@ def check_bucketed_ddp(make_buckets, attach_hooks, seed: int = 0) -> None:
     per bucket of the plan, of the bucket's bytes. Raises AssertionError with one line naming
     the first problem; a stub's NotImplementedError passes through."""
     check_plan(make_buckets, seed)
-    try:
-        per_rank = launch(_run, WORLD, make_buckets, attach_hooks, timeout=60)
-    except RankError as err:
-        if err.exc_type == "NotImplementedError":
-            raise NotImplementedError(f"attach_hooks is still a stub (rank {err.rank} raised "
-                                      f"NotImplementedError)") from None
-        last = (err.remote_traceback or "").strip().splitlines()
-        raise AssertionError(f"rank {err.rank} raised {err.exc_type}: {last[-1] if last else err}") from None
-    except CommError as err:
-        raise AssertionError(f"{type(err).__name__}: {str(err).splitlines()[0]} (does every rank "
-                             f"start the buckets' all-reduces in the same order?)") from None
+    per_rank = launch_learner_code(
+        _run, WORLD, make_buckets, attach_hooks, stub="attach_hooks is still a stub",
+        hint="does every rank start the buckets' all-reduces in the same order?", timeout=60)
     for rank, runs in enumerate(per_rank):
         for cap, run in zip(CAPS, runs, strict=True):
             want = bucket_bytes(run["sizes"], bucket_plan(run["sizes"], cap))

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from parlab.comm import CommError, RankError, launch
 from parlab.parallel.tensor_algebra import shard
+
+from .ranks import launch_learner_code
 
 TPS = (2, 3, 4)  # one launch of 4 ranks; the TP groups are ranks 0..t-1
 CASES_PER_TP = 3
@@ -179,18 +180,10 @@ def check_tensor_parallel_linear(column_parallel_linear, row_parallel_linear, se
     must equal ``torch.nn.Linear``'s (float64), and the traffic must be Megatron's. Raises
     AssertionError naming the first failing case in one line; a stub's NotImplementedError
     passes through as NotImplementedError."""
-    try:
-        per_rank = launch(_run_cases, max(TPS), column_parallel_linear, row_parallel_linear, seed,
-                          timeout=30)
-    except RankError as err:
-        if err.exc_type == "NotImplementedError":
-            raise NotImplementedError(f"the layers are still a stub (rank {err.rank} raised "
-                                      f"NotImplementedError)") from None
-        last = (err.remote_traceback or "").strip().splitlines()
-        raise AssertionError(f"rank {err.rank} raised {err.exc_type}: {last[-1] if last else err}") from None
-    except CommError as err:
-        raise AssertionError(f"{type(err).__name__}: {str(err).splitlines()[0]} (does every rank of "
-                             f"the group make the same collective calls?)") from None
+    per_rank = launch_learner_code(
+        _run_cases, max(TPS), column_parallel_linear, row_parallel_linear, seed,
+        stub="the layers are still a stub",
+        hint="does every rank of the group make the same collective calls?", timeout=30)
     for problems in per_rank:
         if problems:
             raise AssertionError(problems[0])
