@@ -1,10 +1,10 @@
-"""A cluster (GPU preset, GPU count, nodes, intra- and inter-node links) and the rank layout of a
-DP x TP x PP plan on it: which GPUs each group spans, and so which link its collectives use."""
+"""A cluster (GPU preset, GPU count, nodes, intra- and inter-node links). The rank layout of a
+DP x TP x PP plan on it (which GPUs each group spans, and so which link its collectives use)
+lives in ``parlab.layout``, shared with the runtime."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 from parlab.tables import human_rate, plural
 
@@ -102,78 +102,3 @@ def make_cluster(kind: str = "dgx-a100", n_gpus: int = 8, *, gpu: str | GPUSpec 
     return Cluster(get_gpu(g if gpu is None else gpu), positive("n_gpus", n_gpus, integer=True), per_node,
                    get_link(intra_name if intra is None else intra), get_link(inter_name if inter is None else inter),
                    nics, name=key)
-
-
-# -- rank layout ---------------------------------------------------------------------------------
-#: Megatron-LM's order (initialize_model_parallel): tp varies fastest, then dp, then pp, so a TP
-#: group is consecutive GPUs (inside a node) and a pipeline's stages are tp*dp GPUs apart.
-ORDER = ("tp", "dp", "pp")
-
-
-@dataclass(frozen=True)
-class GroupSpan:
-    """Where one communication group sits: ``size`` ranks, at most ``per_node`` of them on one
-    node, over ``nodes`` nodes (1 means the group never leaves a node)."""
-
-    dim: str
-    size: int
-    per_node: int
-    nodes: int
-
-    @property
-    def crosses_nodes(self) -> bool:
-        return self.nodes > 1
-
-
-def rank_of(tp_rank: int, dp_rank: int, pp_rank: int, tp: int, dp: int) -> int:
-    """Global rank of a (tp, dp, pp) coordinate: rank = tp_rank + tp * (dp_rank + dp * pp_rank)."""
-    return tp_rank + tp * (dp_rank + dp * pp_rank)
-
-
-def coords(rank: int, tp: int, dp: int) -> tuple[int, int, int]:
-    """(tp_rank, dp_rank, pp_rank) of a global rank: the inverse of ``rank_of``."""
-    return rank % tp, (rank // tp) % dp, rank // (tp * dp)
-
-
-def group_ranks(dim: str, rank: int, tp: int, dp: int, pp: int) -> list[int]:
-    """All ranks in ``rank``'s ``dim`` group ('tp', 'dp' or 'pp')."""
-    t, d, p = coords(rank, tp, dp)
-    if dim == "tp":
-        return [rank_of(i, d, p, tp, dp) for i in range(tp)]
-    if dim == "dp":
-        return [rank_of(t, i, p, tp, dp) for i in range(dp)]
-    if dim == "pp":
-        return [rank_of(t, d, i, tp, dp) for i in range(pp)]
-    raise ValueError(f"unknown group {dim!r}; allowed: {', '.join(ORDER)}")
-
-
-def group_span(dim: str, tp: int, dp: int, pp: int, gpus_per_node: int) -> GroupSpan:
-    """How the ``dim`` groups of a tp x dp x pp layout sit on nodes of ``gpus_per_node`` GPUs
-    (the worst group: the one with the fewest ranks per node, i.e. the most network traffic)."""
-    size, stride = {"tp": (tp, 1), "dp": (dp, tp), "pp": (pp, tp * dp)}[dim]
-    per_node, nodes = _span(size, stride, tp * dp * pp, gpus_per_node)
-    return GroupSpan(dim, size, per_node, nodes)
-
-
-@lru_cache(maxsize=4096)
-def _span(size: int, stride: int, world: int, g: int) -> tuple[int, int]:
-    """(fewest members on one node, most nodes) over all groups {r0 + i*stride, i < size}."""
-    if size == 1:
-        return 1, 1
-    block = size * stride  # a group lives in a contiguous block of this many ranks
-    if block <= g and g % block == 0:
-        return size, 1
-    if stride % g == 0:
-        return 1, size
-    if g % stride == 0 and block % g == 0:
-        k = g // stride
-        return k, size // k
-    worst_k, worst_nodes = size, 1  # misaligned layouts (e.g. tp=3 on 8-GPU nodes): count exactly
-    for start in range(0, world, block):
-        for offset in range(stride):
-            nodes: dict[int, int] = {}
-            for i in range(size):
-                node = (start + offset + i * stride) // g
-                nodes[node] = nodes.get(node, 0) + 1
-            worst_k, worst_nodes = min(worst_k, min(nodes.values())), max(worst_nodes, len(nodes))
-    return worst_k, worst_nodes

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from parlab.layout import GroupSpan
+
 from . import alphabeta
 from .alphabeta import bus_factor  # noqa: F401 - re-exported as parlab.costmodel.bus_factor
-from .cluster import Cluster, GroupSpan
+from .cluster import Cluster
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "p2p")
 ALGORITHMS = ("ring", "double_binary_tree", "auto")

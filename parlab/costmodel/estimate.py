@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from parlab.layout import rank_of
 from parlab.tables import human_bytes, human_count, human_rate, human_seconds, plural
 
 from ._check import instance
 from .assumptions import DEFAULT, Assumptions
-from .cluster import Cluster, rank_of
+from .cluster import Cluster
 from .memory import get_precision
 from .models import ModelSpec, get_model
 from .plan import Plan, check_plan

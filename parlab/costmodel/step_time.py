@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from parlab.layout import group_span
 from parlab.tables import plural
 
 from .assumptions import Assumptions
-from .cluster import Cluster, group_span
+from .cluster import Cluster
 from .collectives import group_link
 from .memory import activation_bytes_per_layer, attention_score_bytes, get_precision
 from .models import ModelSpec

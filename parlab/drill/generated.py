@@ -20,12 +20,12 @@ from parlab.costmodel import (
     largest_model,
     make_cluster,
     model_state_memory,
-    rank_of,
     train_flops_6nd,
     zero3_traffic_per_step,
     zero_model_states,
 )
 from parlab.costmodel.walls import compute_wall, memory_wall
+from parlab.layout import rank_of
 from parlab.schedules import make_schedule, naive, one_f_one_b, peak_activations, simulate
 from parlab.tables import human_count
 

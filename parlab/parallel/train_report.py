@@ -1,0 +1,61 @@
+"""What a 3D run reports beside its losses: every rank's measured and predicted bytes in one
+table (gathered on rank 0), and a pipeline's measured timeline of the last step, for the
+command line (``parlab.train``) and the chapters.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .train import RankReport, TrainPlan, resolve_device
+
+
+def pipeline_timeline(plan: TrainPlan, reports: list[RankReport], tp: int = 0, dp: int = 0):
+    """The measured timeline (``pipeline.measured_timeline``) of the last step of the pipeline
+    at (tp, dp): its pp ranks' op spans on one axis, drawn by ``parlab.viz.gantt``."""
+    from .pipeline import measured_timeline
+
+    runs = sorted((r.coords[2], r.last_run) for r in reports if r.coords[:2] == (tp, dp))
+    return measured_timeline(plan.make_schedule(), [run for _, run in runs])
+
+
+SUMMARY = (("parameters", ("memory", "parameters")), ("optimizer", ("memory", "optimizer states")),
+           ("in flight", ("memory", "micro-batches in flight")), ("TP sent", ("traffic", "tp")),
+           ("PP sent", ("traffic", "pp")), ("DP sent", ("traffic", "dp")))
+
+
+def _value(d: dict, path: tuple[str, str]) -> float:
+    v = d.get(path[0], {}).get(path[1], 0)
+    return float(sum(v.values()) if isinstance(v, dict) else v)
+
+
+def gather_summary(comm, report: RankReport, device: str = "cpu") -> list[dict] | None:
+    """Every rank's measured and predicted numbers (``SUMMARY``), on rank 0 (None elsewhere):
+    one all-gather of a few float64 per rank (collective: every rank calls it; ``device``: where
+    the communicator's tensors live, 'cuda' under NCCL)."""
+    row = [float(report.rank), *report.coords]
+    for _, path in SUMMARY:
+        row += [_value(report.measured, path), _value(report.predicted, path)]
+    mine = torch.tensor(row, dtype=torch.float64, device=resolve_device(device))
+    table = comm.all_gather(mine).cpu().numpy().reshape(comm.world_size, -1)
+    if comm.rank != 0:
+        return None
+    rows = []
+    for line in table.tolist():
+        r = {"rank": int(line[0]), "tp": int(line[1]), "dp": int(line[2]), "pp": int(line[3])}
+        for i, (name, _) in enumerate(SUMMARY):
+            r[name] = (line[4 + 2 * i], line[5 + 2 * i])
+        rows.append(r)
+    return rows
+
+
+def summary_table(rows: list[dict], backend: str = "local") -> str:
+    """The per-rank table: 'measured / predicted' bytes (and micro-batches in flight)."""
+    head = ["rank", "tp", "dp", "pp"] + [name for name, _ in SUMMARY]
+    body = [[str(r[k]) for k in head[:4]] + [f"{r[n][0]:,.0f} / {r[n][1]:,.0f}" for n, _ in SUMMARY]
+            for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
+    lines = ["  ".join(x.rjust(w) for x, w in zip(line, widths, strict=True)) for line in [head, *body]]
+    note = ("measured / predicted by the cost model, bytes per rank in the last step"
+            + (" (torch backend: collective bytes are nominal)" if backend == "torch" else ""))
+    return "\n".join([note, *lines])

@@ -1,0 +1,180 @@
+"""``python -m parlab.train``: the tiny GPT trained with dp x tp x pp, here or under torchrun.
+
+    python -m parlab.train --dp 2 --tp 2 --pp 2 --steps 20                  # 8 local processes
+    python -m parlab.train --dp 2 --tp 1 --pp 2 --steps 20 --backend torch  # the same over gloo
+    torchrun --standalone --nproc_per_node=8 -m parlab.train --dp 2 --tp 2 --pp 2 --steps 20
+    python -m parlab.train ... --checkpoint-dir ckpt --save-every 5          # sharded checkpoints
+    python -m parlab.train ... --checkpoint-dir ckpt --resume                # from the latest one
+
+Without torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) it starts
+dp x tp x pp processes itself (``parlab.comm.launch``, backend 'local' or 'torch'); under
+torchrun each process joins torchrun's process group (``parlab.comm.from_torchrun``: gloo on
+CPU, NCCL with ``--device cuda``) and runs the same worker. Rank 0 prints a progress bar and one
+log line per step (loss, tokens/s, time by phase), and at the end every rank's bytes held and
+sent beside the cost model's prediction. ``--log-json FILE`` writes one JSON line per step.
+``--kill-at STEP[:RANK[:save]]`` is fault injection for tests: that rank SIGKILLs itself at the
+start of that step (or while saving that step's checkpoint).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+BAR_WIDTH = 20
+
+
+def under_torchrun() -> bool:
+    """Whether this process was started by torchrun (its rendezvous variables are set)."""
+    return all(k in os.environ for k in TORCHRUN_VARS)
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m parlab.train", description=__doc__.split("\n")[0])
+    grid = ap.add_argument_group("parallelism")
+    grid.add_argument("--dp", type=int, default=1, help="data-parallel degree")
+    grid.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (innermost)")
+    grid.add_argument("--pp", type=int, default=1, help="pipeline stages")
+    grid.add_argument("--schedule", default="1f1b", help="naive, gpipe, 1f1b, interleaved, zb-h1")
+    grid.add_argument("--micro-batches", type=int, default=2, help="micro-batches per step (m)")
+    grid.add_argument("--chunks", type=int, default=2, help="model chunks per rank (interleaved)")
+    grid.add_argument("--zero1", action="store_true", help="ZeRO-1 over the DP group")
+    grid.add_argument("--gpus-per-node", type=int, default=None,
+                      help="processes per node (default: torchrun's LOCAL_WORLD_SIZE, else all)")
+    grid.add_argument("--tp-inside-node", action="store_true",
+                      help="refuse a layout whose TP groups span two nodes")
+    run = ap.add_argument_group("training")
+    run.add_argument("--steps", type=int, required=True, help="train until this many steps are done")
+    run.add_argument("--batch-size", type=int, default=8, help="global batch, sequences per step")
+    run.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")
+    run.add_argument("--seed", type=int, default=0, help="the data stream's seed")
+    model = ap.add_argument_group("model (TinyGPT)")
+    model.add_argument("--layers", type=int, default=2)
+    model.add_argument("--hidden", type=int, default=64)
+    model.add_argument("--heads", type=int, default=4)
+    model.add_argument("--seq-len", type=int, default=32)
+    eng = ap.add_argument_group("engine")
+    eng.add_argument("--backend", choices=("local", "torch"), default="local",
+                     help="communicator of the processes started here (torchrun: always torch)")
+    eng.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                     help="cuda: NCCL, one GPU per process (torchrun only)")
+    eng.add_argument("--timeout", type=float, default=120.0, help="seconds a rank may wait in one call")
+    ck = ap.add_argument_group("checkpoints")
+    ck.add_argument("--checkpoint-dir", default=None)
+    ck.add_argument("--save-every", type=int, default=0, help="save every K steps (0: never)")
+    ck.add_argument("--resume", action="store_true", help="start from the latest complete checkpoint")
+    out = ap.add_argument_group("output")
+    out.add_argument("--log-json", default=None, help="append one JSON line per step to FILE")
+    out.add_argument("--quiet", action="store_true", help="no progress bar or step lines")
+    out.add_argument("--kill-at", default=None, help=argparse.SUPPRESS)
+    return ap
+
+
+def parse_fault(text: str | None):
+    """'STEP[:RANK[:save]]' -> a train.Fault (None for None)."""
+    if text is None:
+        return None
+    from parlab.parallel.train import Fault
+
+    parts = text.split(":")
+    try:
+        step, rank = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        raise ValueError(f"--kill-at must be STEP[:RANK[:save]], got {text!r}") from None
+    during = parts[2] if len(parts) > 2 else "step"
+    if during not in ("step", "save"):
+        raise ValueError(f"--kill-at's third field must be 'save' (or absent), got {during!r}")
+    return Fault(step, rank, during)
+
+
+class Progress:
+    """Rank 0's per-step output: a bar and the step's log line, and a JSON line per step."""
+
+    def __init__(self, total: int, quiet: bool = False, json_path: str | None = None):
+        self.total, self.quiet, self.json_path = total, quiet, json_path
+
+    def __call__(self, log) -> None:
+        if not self.quiet:
+            done = round(BAR_WIDTH * log.step / self.total)
+            bar = "#" * done + "." * (BAR_WIDTH - done)
+            print(f"[{bar}] {log.step}/{self.total} {log.line()}", flush=True)
+        if self.json_path:
+            row = {"step": log.step, "loss": log.loss, "seconds": log.seconds,
+                   "tokens_per_s": log.tokens_per_s, "phases": log.phases}
+            with open(self.json_path, "a") as f:
+                f.write(json.dumps(row) + "\n")
+
+
+def cli_worker(comm, config, plan, steps, checkpoint, progress, fault, device="cpu"):
+    """What every rank runs: train, then the per-rank table on rank 0."""
+    from parlab.parallel.train import train_3d
+    from parlab.parallel.train_report import gather_summary, summary_table
+
+    report = train_3d(comm, config, plan, steps, checkpoint=checkpoint, on_step=progress,
+                      fault=fault, device=device)
+    rows = gather_summary(comm, report, device)
+    if comm.rank == 0 and not progress.quiet:
+        start = f" (resumed at step {report.start_step})" if report.start_step else ""
+        print(f"done: {steps} steps{start}, final loss {report.losses[-1]:.6f}" if report.losses
+              else f"nothing to do: the checkpoint is already at step {report.start_step}")
+        print(summary_table(rows, comm.backend))
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from parlab.parallel.model import GPTConfig
+    from parlab.parallel.train import Checkpointing, TrainPlan
+
+    this = sys.modules.get("parlab.train") or __import__("parlab.train", fromlist=["cli_worker"])
+    try:
+        config = GPTConfig(n_layer=args.layers, hidden=args.hidden, n_head=args.heads,
+                           seq_len=args.seq_len)
+        plan = TrainPlan(dp=args.dp, tp=args.tp, pp=args.pp, batch_size=args.batch_size,
+                         micro_batches=args.micro_batches, schedule=args.schedule,
+                         chunks=args.chunks, lr=args.lr, zero1=args.zero1, data_seed=args.seed)
+        plan.check(config)
+        checkpoint = None
+        if args.checkpoint_dir is not None:
+            checkpoint = Checkpointing(args.checkpoint_dir, args.save_every, args.resume)
+            if args.resume:  # before any process starts (the directory is shared by all ranks)
+                from parlab.parallel.checkpoint import latest_step
+
+                latest_step(args.checkpoint_dir)
+        elif args.resume or args.save_every:
+            raise ValueError("--resume and --save-every need --checkpoint-dir")
+        fault = parse_fault(args.kill_at)
+        progress = Progress(args.steps, args.quiet, args.log_json)
+        if args.tp_inside_node:
+            per_node = args.gpus_per_node or int(os.environ.get("LOCAL_WORLD_SIZE", plan.world))
+            plan.grid.check(gpus_per_node=per_node, tp_inside_node=True)
+        if under_torchrun():
+            from parlab.comm import from_torchrun
+
+            plan.grid.check(world=int(os.environ["WORLD_SIZE"]))  # before joining the group
+            comm = from_torchrun("nccl" if args.device == "cuda" else "gloo", args.timeout)
+            this.cli_worker(comm, config, plan, args.steps, checkpoint, progress, fault, args.device)
+            return 0
+        if args.device == "cuda":
+            raise ValueError("--device cuda runs under torchrun (NCCL, one GPU per process); "
+                             "the processes started here use the CPU")
+        plan.grid.check(world=plan.world)
+        from parlab.comm import CommError, launch
+
+        try:
+            launch(this.cli_worker, plan.world, config, plan, args.steps, checkpoint, progress,
+                   fault, backend=args.backend, timeout=args.timeout, stream=True)
+        except CommError as err:
+            print(f"parlab.train: the run failed: {err}", file=sys.stderr)
+            return 1
+    except (ValueError, FileNotFoundError) as err:
+        print(f"parlab.train: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
