@@ -30,6 +30,7 @@ CLAIMS: dict[str, Claim] = {
     "80gb-train-params": Claim("1.14", "largest model trainable on 80 GB", 5e9, "params"),
     "65b-zero3-bytes": Claim("1.19", "ZeRO-3 traffic per GPU per step, 65B model", 195e9, "bytes"),
     "65b-zero3-seconds": Claim("1.19", "ZeRO-3 communication per step on 10 GbE, 65B", 156, "s"),
+    "fp16-max": Claim("1.21", "largest fp16 value before it overflows to inf", 65506, ""),
 }
 
 

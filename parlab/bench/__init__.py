@@ -10,4 +10,5 @@ BENCHES: dict[str, str] = {
     "comm": "parlab.bench.comm",
     "pipeline": "parlab.bench.pipeline",
     "ddp": "parlab.bench.ddp",
+    "zero": "parlab.bench.zero",
 }

@@ -1,5 +1,6 @@
-"""What a run really held and when it ran: saved activations (saved-tensor hooks) and a per-phase
-timeline, for any executor (pipeline, ZeRO, 3D) on any rank.
+"""What a run really held and when it ran: saved activations (saved-tensor hooks), a per-phase
+timeline, and the bytes of model states held (``held_bytes``, ``MemoryLedger``), for any executor
+(pipeline, ZeRO, 3D) on any rank.
 
     acts = SavedActivations(model.parameters())    # parameters are state, not activations
     with acts.tag(("F", 0)):                        # everything autograd saves here is tagged
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -123,3 +124,66 @@ def align(per_rank: list[list[tuple[object, float, float]]]) -> list[list[tuple[
     starts = [t0 for spans in per_rank for _, t0, _ in spans]
     origin = min(starts, default=0.0)
     return [[(label, t0 - origin, t1 - origin) for label, t0, t1 in spans] for spans in per_rank]
+
+
+# ---------------------------------------------------------------------------- model-state bytes
+def held_bytes(groups: Mapping[str, Iterable[torch.Tensor | None]]) -> dict[str, int]:
+    """Bytes each category of tensors really holds, by storage: a storage shared by several
+    tensors (views of one flat buffer, a tied weight, a master copy that *is* the working copy)
+    is counted once, under the first category that names it; a storage resized to 0 bytes (a
+    freed ZeRO-3 unit, as PyTorch FSDP frees its unsharded FlatParameter) counts 0."""
+    seen: set[int] = set()
+    out: dict[str, int] = {}
+    for name, tensors in groups.items():
+        total = 0
+        for t in tensors:
+            if t is None:
+                continue
+            storage = t.untyped_storage()
+            nbytes, ptr = storage.nbytes(), storage.data_ptr()
+            if nbytes == 0 or ptr in seen:
+                continue
+            seen.add(ptr)
+            total += nbytes
+        out[name] = out.get(name, 0) + total
+    return out
+
+
+class MemoryLedger:
+    """Bytes of parameters, gradients and optimizer states a rank holds now, and the most of
+    each (and of their sum) at any ``sample()`` so far: the measured side of the cost model's
+    model-state terms (Rajbhandari et al. 2020, Section 5).
+
+    ``walk()`` returns {category: tensors} of everything the engine holds at that moment; the
+    engine calls ``sample(label)`` wherever what it holds changes (a unit gathered or freed, a
+    gradient bucket allocated or released, an update done). ``host`` names the categories that
+    are not on the device (offloaded state): they are left out of ``peak_total``.
+    """
+
+    def __init__(self, walk: Callable[[], Mapping[str, Iterable[torch.Tensor | None]]],
+                 host: Iterable[str] = ("host",)):
+        self._walk = walk
+        self.host = frozenset(host)
+        self.reset_peak()
+
+    def now(self) -> dict[str, int]:
+        """Bytes held at this moment, by category."""
+        return held_bytes(self._walk())
+
+    def sample(self, label: object = None) -> dict[str, int]:
+        """Count what is held now and raise the peaks; returns the counts."""
+        held = self.now()
+        self.history.append((label, held))
+        for name, nbytes in held.items():
+            self.peak[name] = max(self.peak.get(name, 0), nbytes)
+        total = sum(v for k, v in held.items() if k not in self.host)
+        if total > self.peak_total:
+            self.peak_total, self.peak_label = total, label
+        return held
+
+    def reset_peak(self) -> None:
+        """Start a new step: peaks from zero, an empty ``history`` ((label, held) per sample)."""
+        self.history: list[tuple[object, dict[str, int]]] = []
+        self.peak: dict[str, int] = {}
+        self.peak_total = 0
+        self.peak_label: object = None
