@@ -26,8 +26,11 @@ lab: setup
 
 ## Install everything and run the whole suite: unit tests, nbval over course/ and solutions/,
 ## exercise checks, and the real-browser test (needs /usr/bin/chromium; `make browser` installs it).
+## Test files run on $(WORKERS) pytest-xdist workers, one file per worker at a time (a notebook's
+## cells, a module's warm World stay together); WORKERS=0 runs them in this one process.
+WORKERS ?= 2
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
 
 ## Re-execute every notebook in place and regenerate exercises/ from solutions/.
 notebooks: setup

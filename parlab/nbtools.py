@@ -63,6 +63,7 @@ def make_exercise(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
         cell.source = stub_source(cell.source)
         cell.outputs = []
         cell.execution_count = None
+        cell.metadata.pop("execution", None)  # the solution's run times: not the learner's
     nb.metadata.pop("widgets", None)
     return nb
 
@@ -110,6 +111,8 @@ def execute(path: Path, timeout: int = 600) -> None:
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()
+    for cell in nb.cells:  # nbclient's per-cell timestamps would change every file on every run
+        cell.metadata.pop("execution", None)
     nbformat.write(nb, path)
 
 

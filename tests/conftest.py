@@ -191,3 +191,15 @@ def world2(request):
 def world4(request):
     """A warm 4-rank World, once per backend ('local', 'torch') per module."""
     yield from _world(request, 4)
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Two cores shared by many: keep torch to one thread for a module's tests (and restore it).
+    Use with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -48,3 +48,149 @@ def test_the_zero3_plan_perfect_overlap_put_first_now_needs_more_hiding_than_it_
     assert z.exposed_step > 1.5 * z.other.step_time  # far behind with none of it hidden
     assert z.hidden / z.traffic < z.hidden_share_to_tie
     assert 0 < z.latency < z.traffic
+
+
+# -- parlab.costmodel.advisor: the advice in plain words, beside the guide's rules (guide 3.3-3.5) ----
+from parlab.costmodel import make_cluster, search  # noqa: E402
+from parlab.costmodel.advisor import (  # noqa: E402
+    SCENARIO_CHOICES,
+    SCENARIOS,
+    advise,
+    decision_branches,
+    guide_rule,
+    guide_scenarios,
+    layout,
+    scenario_rows,
+    scenario_verdict,
+)
+from parlab.costmodel.plan import Plan  # noqa: E402
+
+
+def _verdict(model, n_gpus, kind="dgx-a100", inter=None):
+    return next(v for s, v in guide_scenarios() if (s.model, s.n_gpus, s.kind, s.inter) == (model, n_gpus, kind, inter))
+
+
+def test_the_advice_is_the_search_s_first_plan_and_says_why_with_its_numbers():
+    cluster = make_cluster("pcie-10gbe", 8)
+    a = advise("llama-7b", cluster, 64, **SCENARIO_CHOICES)
+    assert a.best.plan == search("llama-7b", cluster, 64, **SCENARIO_CHOICES).best().plan
+    why = a.reasons()
+    assert why[0].startswith(a.result.counts())
+    assert f"{a.best.step_time:.2f} s per step" in why[2] and layout(a.best.plan) in why[2]
+    other = a.runner_up()
+    assert layout(other.plan) != layout(a.best.plan) and f"{other.step_time:.2f} s" in why[-1]
+
+
+def test_guide_3_3_one_gpu_offloads_only_when_nothing_else_fits():
+    small, big = _verdict("1.3B", 1), _verdict("llama-7b", 1)
+    assert small.rule.section == big.rule.section == "3.3"
+    assert not small.advice.offload_needed and small.advice.best.plan.offload == "none" and small.agrees
+    assert big.advice.offload_needed and big.advice.best.plan.offload != "none" and big.agrees
+    assert not search("llama-7b", make_cluster("dgx-a100", 1), 8).ranked  # nothing fits without it
+
+
+def test_guide_3_4_one_node_agrees_where_memory_decides():
+    fits, nvlink, pcie = _verdict("1.3B", 8), _verdict("llama-13b", 8), _verdict("llama-13b", 8, "pcie-10gbe")
+    assert fits.rule.says == "DDP or ZeRO" and fits.advice.plain_fits and fits.agrees
+    assert nvlink.rule.says == "TP, ZeRO or PP" and nvlink.agrees
+    assert pcie.rule.says.startswith("PP") and pcie.agrees and pcie.advice.best.plan.pp > 1
+
+
+def test_guide_3_4_pp_without_nvlink_loses_to_zero_for_a_7b_model_by_its_bubble():
+    v = _verdict("llama-7b", 8, "pcie-10gbe")
+    assert not v.agrees and v.advice.best.plan.pp == 1 and v.advice.best.plan.zero >= 1
+    assert v.guides_best.plan.pp > 1 and 0.05 < v.slowdown < 0.3
+    assert "pipeline bubble" in v.why() and f"{v.slowdown:.1%}" in v.why()
+
+
+def test_guide_3_5_several_nodes_agrees_on_fast_and_slow_networks():
+    fast, slow = _verdict("llama-13b", 16), _verdict("llama-13b", 16, inter="25gbe")
+    assert fast.rule.says == "ZeRO or 3D" and fast.agrees
+    assert slow.rule.says == "DP + PP + TP + ZeRO-1" and slow.agrees
+    p = slow.advice.best.plan
+    assert p.dp > 1 and p.tp > 1 and p.pp > 1 and p.zero == 1
+
+
+def test_guide_summary_no_tp_on_10gbe_holds_for_13b_and_fails_for_65b():
+    small, big = _verdict("llama-13b", 16, "pcie-10gbe"), _verdict("llama-65b", 32, "pcie-10gbe")
+    assert small.rule.section == big.rule.section == "summary"
+    assert small.agrees and small.advice.best.plan.tp == 1
+    assert not big.agrees and big.advice.best.plan.tp > 1
+    # without TP the 65B model fits only with full recomputation: a third more matmul time
+    assert big.guides_best.plan.recompute == "full" and "compute: matmuls" in big.why()
+
+
+def test_the_scenarios_cover_every_branch_of_the_guide_s_tree_and_the_table_matches():
+    branches = {rule.situation for _, rule in decision_branches()}
+    assert {v.rule.situation for _, v in guide_scenarios()} == branches and len(branches) == 8
+    rows = scenario_rows()
+    assert len(rows) == len(SCENARIOS) and [r[5] for r in rows].count("no") == 2
+    for r, (_, v) in zip(rows, guide_scenarios(), strict=True):
+        assert r[6] == round(v.advice.best.step_time, 2) and r[8] == v.why()
+    assert scenario_verdict(SCENARIOS[0]) is guide_scenarios()[0][1]  # cached, shared with the faces
+
+
+def test_guide_rule_reads_the_links_of_the_cluster():
+    assert guide_rule(make_cluster("dgx-a100", 64, inter="10gbe", nics_per_node=1), False).says == \
+        "DP + PP + TP + ZeRO-1"
+    assert guide_rule(make_cluster("pcie-10gbe", 64, inter="ib-hdr"), False).says == "ZeRO or 3D"
+    assert layout(Plan(dp=2, tp=2, pp=2, zero=1, micro_batch=1, micro_batches=4)) == "DP (ZeRO-1) + TP + PP"
+
+
+def test_advise_names_its_own_offload_switch():
+    with pytest.raises(TypeError, match="offload must be True, False or None"):
+        advise("llama-7b", make_cluster("dgx-a100", 1), 8, offload=("none",))
+    with pytest.raises(ValueError, match="fits in memory"):
+        advise("llama-65b", make_cluster("dgx-a100", 1), 8, offload=False)
+
+
+# -- parlab.costmodel.frameworks: the landscape of guide 1.20, 1.22, 3.1, 3.2 ---------------------------
+from pathlib import Path  # noqa: E402
+
+from parlab.costmodel.frameworks import (  # noqa: E402
+    FRAMEWORKS,
+    KINDS,
+    LAYERS,
+    STACKS,
+    TAUGHT_BY,
+    framework_rows,
+    search_spaces,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_parlab_module_the_framework_table_names_exists():
+    for kind, modules in TAUGHT_BY.items():
+        for m in modules:
+            path = ROOT.joinpath(*m.split("."))
+            assert path.with_suffix(".py").exists() or (path / "__init__.py").exists(), f"{kind}: {m}"
+    assert set(TAUGHT_BY) == set(KINDS)
+
+
+def test_the_table_has_every_framework_the_guide_names_and_today_s():
+    names = " ".join(f.name for f in FRAMEWORKS)
+    for n in ("TensorFlow", "PyTorch DDP / FSDP", "MindSpore", "OneFlow", "PaddlePaddle", "Megatron-LM",
+              "DeepSpeed", "Colossal-AI", "Alpa", "JAX / XLA on TPU", "torchtitan", "Megatron-Core", "nanotron"):
+        assert n in names
+    assert all(any(k in f.provides for f in FRAMEWORKS) for k in KINDS)
+    rows, headers = framework_rows()
+    assert len(rows) == len(FRAMEWORKS) and len(headers) == len(KINDS) + 4
+    assert all(len(stack) == len(LAYERS) for stack in STACKS.values())
+
+
+def test_alpa_slices_stages_anywhere_where_search_splits_them_evenly():
+    s = search_spaces(4, 4)  # cuts of 4 layers into 1-4 contiguous stages: 1 + 3 + 3 + 1
+    assert (s.layouts, s.equal_slicings, s.contiguous_slicings) == (6, 3, 8)
+    assert search_spaces(80, 64).ratio > 1e20
+
+
+def test_the_frameworks_for_a_plan_provide_every_kind_it_uses():
+    from parlab.costmodel.frameworks import frameworks_for, kinds_of
+
+    plan = Plan(dp=2, tp=2, pp=8, zero=1, micro_batch=1, micro_batches=128, sequence_parallel=True)
+    assert kinds_of(plan) == {"DP", "ZeRO/FSDP", "TP", "SP", "PP"}
+    names = [f.name for f in frameworks_for(plan)]
+    assert "Megatron-LM" in names and "DeepSpeed" not in names and "torchtitan" in names
+    assert "DeepSpeed" in [f.name for f in frameworks_for(Plan(dp=1, zero=1, offload="optimizer", micro_batch=1,
+                                                                micro_batches=8))]

@@ -31,12 +31,15 @@ def test_every_notebook_in_course_is_a_chapter():
 
 
 def test_readme_lists_the_chapters_and_the_two_commands():
+    from parlab.course import readme_table
+
     readme = (ROOT / "README.md").read_text()
     assert "make lab" in readme and "make test" in readme
     for c in CHAPTERS:
         assert c.title in readme, f"README does not mention chapter {c.number:02d} '{c.title}'"
-        if c.ready:
-            assert f"course/{c.file}" in readme, f"README lists {c.file} as planned, but it exists"
+        assert f"course/{c.file}" in readme, f"README lists {c.file} as planned"
+    assert readme_table() in readme, "README's chapter table differs from parlab.course.readme_table()"
+    assert "planned" not in readme_table()
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -82,3 +85,62 @@ def test_make_lab_names_a_bad_port_and_the_rule(capsys):
         with pytest.raises(SystemExit):
             main(["lab", "--dry-run", "--port", bad])
         assert f"--port must be in 1..65535, got {bad}" in capsys.readouterr().err
+
+
+# -- the complete map: every guide section -> a chapter heading (anchor link) and its exercises ----------
+from parlab.course import (  # noqa: E402
+    EXERCISES,
+    anchor,
+    course_map,
+    heading_text,
+    map_problems,
+    section_map,
+    sections_named,
+    unlinkable,
+)
+
+#: every section of the guide (1.1-1.22, 2.1-2.3, 3.1-3.5, 4.1-4.5)
+ALL_SECTIONS = ([f"1.{i}" for i in range(1, 23)] + [f"2.{i}" for i in range(1, 4)]
+                + [f"3.{i}" for i in range(1, 6)] + [f"4.{i}" for i in range(1, 6)])
+
+
+def test_anchors_are_jupyterlab_s_heading_ids():
+    # @jupyterlab/rendermime createHeaderId: textContent.replace(/ /g, '-'); markup is not text
+    assert anchor("2. What one GPU holds (guide 1.14, second part)") == \
+        "2.-What-one-GPU-holds-(guide-1.14,-second-part)"
+    assert heading_text("The `no_sync` trick, **measured** [here](x.ipynb)") == "The no_sync trick, measured here"
+    assert anchor("5. Guide 1.19: ZeRO-3 over 10 GbE") == "5.-Guide-1.19:-ZeRO-3-over-10-GbE"
+    assert unlinkable(anchor("BLOOM's table (guide 2.3)")) == ""
+    assert '"' in unlinkable(anchor('The "20n GB" rule')) and "\u00b7" in unlinkable(anchor("00 \u00b7 Start"))
+
+
+def test_a_heading_names_sections_singly_in_lists_and_in_ranges():
+    assert sections_named("6. Slow networks (guide 1.18, 3.3-3.5)") == ["1.18", "3.3", "3.4", "3.5"]
+    assert sections_named("4. The numbers: guide 1.5's three effects") == ["1.5"]
+    assert sections_named("Pipeline bubbles (guide 1.9, guide 1.10)") == ["1.9", "1.10"]
+    assert sections_named("2. What one GPU holds (guide 1.14, second part)") == ["1.14"]
+    assert sections_named("Bucket sizes of 1.5 MB") == []
+
+
+def test_the_map_covers_every_guide_section_in_order():
+    assert [r.section for r in section_map()] == ALL_SECTIONS
+    assert all(r.answers for r in section_map())
+    assert {s for e in EXERCISES for s in e.sections} <= set(ALL_SECTIONS)
+
+
+def test_every_map_link_resolves_to_a_heading_of_an_existing_chapter_and_exercise():
+    """Strict: every chapter exists, has a ## or ### heading naming each of its sections with an id a
+    JupyterLab link can reach, and every exercise the map names is on disk."""
+    problems = map_problems()
+    assert not problems, "\n".join(problems)
+
+
+def test_chapter_00_stores_the_current_map_with_no_planned_entries():
+    nb = nbformat.read(COURSE_DIR / "00_start_here.ipynb", as_version=4)
+    stored = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if "parlab-course-map" in "".join(o.get("data", {}).get("text/html", ""))]
+    assert len(stored) == 1, "chapter 00 shows the map once (display(course_map()))"
+    assert "".join(stored[0].data["text/html"]) == course_map().html(), "re-execute chapter 00"
+    text = " ".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                    for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "(planned)" not in text

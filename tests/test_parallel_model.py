@@ -26,14 +26,7 @@ from parlab.parallel.model import (
     train_reference,
 )
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Two cores shared by many: keep torch to one thread (and restore it)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def params(model: torch.nn.Module) -> dict[str, torch.Tensor]:

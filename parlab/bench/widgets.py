@@ -26,11 +26,19 @@ def dashboards():
     The advisor searches every plan on each change; its target is issue #3's "well under a
     second" for a search over 1024 GPUs rather than the 150 ms of a plain dashboard."""
     from parlab.widgets import (
+        AdvisorDashboard,
         CommTimeDashboard,
         ComputeWallDashboard,
+        DataParallelDashboard,
+        InferenceDashboard,
+        MemoryOptDashboard,
         MemoryWallDashboard,
+        PipelineDashboard,
         PlanDashboard,
         SearchDashboard,
+        TensorParallelDashboard,
+        ThreeDDashboard,
+        ZeroDashboard,
     )
 
     return [
@@ -39,6 +47,14 @@ def dashboards():
         ("PlanDashboard", PlanDashboard, "micro_batch", (2, 1), TARGET_S),
         ("SearchDashboard", SearchDashboard, "gpus", (512, 1024), 1.0),
         ("CommTimeDashboard", CommTimeDashboard, "ranks", (4, 8), TARGET_S),
+        ("DataParallelDashboard", DataParallelDashboard, "bucket_mb", (5, 25), TARGET_S),
+        ("PipelineDashboard", PipelineDashboard, "micro_batches", (8, 16), TARGET_S),
+        ("TensorParallelDashboard", TensorParallelDashboard, "p", (4, 8), TARGET_S),
+        ("ZeroDashboard", ZeroDashboard, "zero", (2, 3), TARGET_S),
+        ("ThreeDDashboard", ThreeDDashboard, "micro_batch", (2, 1), TARGET_S),
+        ("MemoryOptDashboard", MemoryOptDashboard, "recompute", ("selective", "none"), TARGET_S),
+        ("InferenceDashboard", InferenceDashboard, "answer_chars", (200, 300), TARGET_S),
+        ("AdvisorDashboard", AdvisorDashboard, "gpus", (4, 8), 1.0),
     ]
 
 

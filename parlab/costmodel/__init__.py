@@ -9,18 +9,12 @@ searches stay instant. Every formula names its source in its docstring.
     print(est.explain())
 """
 
+from parlab.layout import ORDER, GroupSpan, coords, group_ranks, group_span, rank_of
+
+from . import inference as inference  # the decode-latency model (guide 4.1)
+from .advisor import Advice, advise
 from .assumptions import DEFAULT, Assumptions
-from .cluster import (
-    CLUSTERS,
-    ORDER,
-    Cluster,
-    GroupSpan,
-    coords,
-    group_ranks,
-    group_span,
-    make_cluster,
-    rank_of,
-)
+from .cluster import CLUSTERS, Cluster, make_cluster
 from .collectives import (
     GroupLink,
     bus_factor,
@@ -115,4 +109,5 @@ __all__ = [
     "term_table", "tp_without_nvlink", "training_dtype", "zero3_gathered_params", "zero3_ranking", "zero3_units",
     "zero3_vs_zero2", "attention_score_bytes", "fp32_gradient_copy", "megatron_zero3",
     "colossal_table", "compare_on_link", "layer_cost", "tp_layer_collectives",
+    "Advice", "advise",
 ]

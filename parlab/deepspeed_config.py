@@ -1,0 +1,245 @@
+"""DeepSpeed's files, generated and explained: the ZeRO configuration (the JSON given to
+``deepspeed --deepspeed_config``) from a parlab ``Plan`` and model, the multi-node hostfile and
+the ``.deepspeed_env`` of NCCL settings (guide 4.2, 4.3, 4.5).
+
+Field names and defaults are those of DeepSpeed's configuration reference
+(https://www.deepspeed.ai/docs/config-json/, "ZeRO Optimizations for FP16 Training" and "Batch
+Size Related Parameters"). Sizes that DeepSpeed leaves to the user follow the rule of Hugging
+Face's integration (transformers ``integrations/deepspeed.py``, the values it puts in for
+``"auto"``): ``reduce_bucket_size = h^2``, ``stage3_prefetch_bucket_size = 0.9 h^2``,
+``stage3_param_persistence_threshold = 10 h`` for hidden size h. The file configures data
+parallelism with ZeRO only (DeepSpeed's pipeline engine and Megatron's tensor parallelism are set
+up in code, not here), so a plan with tp or pp > 1 is refused.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+from parlab.costmodel import ModelSpec, Plan, get_model
+from parlab.costmodel._check import instance, positive
+
+#: DeepSpeed's documented defaults for the bucket and stage-3 sizes (elements, not bytes).
+ALLGATHER_BUCKET_SIZE = 5e8
+STAGE3_MAX_LIVE_PARAMETERS = 1e9
+STAGE3_MAX_REUSE_DISTANCE = 1e9
+
+#: dotted field -> what it does, in our words (DeepSpeed config reference, ZeRO section)
+FIELDS: dict[str, str] = {
+    "train_batch_size": "global batch per optimizer step = micro-batch x accumulation steps x data-parallel "
+                        "GPUs; DeepSpeed checks the three agree",
+    "train_micro_batch_size_per_gpu": "sequences one GPU runs forward and backward at a time (sets the "
+                                      "activation memory)",
+    "gradient_accumulation_steps": "micro-batches whose gradients are summed before one optimizer step "
+                                   "(communication is paid per step, not per micro-batch, for stage 1)",
+    "gradient_clipping": "clip the global gradient norm to this value before the step",
+    "bf16.enabled": "bf16 mixed precision: 16-bit weights and gradients, fp32 master weights and Adam "
+                    "states; no loss scaling needed",
+    "fp16.enabled": "fp16 mixed precision with dynamic loss scaling (for GPUs without bf16, e.g. V100)",
+    "fp16.loss_scale": "0 means dynamic loss scaling",
+    "fp16.initial_scale_power": "the dynamic loss scale starts at 2^this",
+    "zero_optimization.stage": "0 off; 1 shards optimizer states; 2 also gradients; 3 also the weights "
+                               "(gathered layer by layer when needed)",
+    "zero_optimization.overlap_comm": "run the gradient reduce(-scatter) of a bucket while backward "
+                                      "continues (and, in stage 3, prefetch weights during compute); costs "
+                                      "extra bucket buffers",
+    "zero_optimization.contiguous_gradients": "copy each gradient into one contiguous buffer as it is "
+                                              "produced: no fragmentation, faster reduction",
+    "zero_optimization.reduce_scatter": "reduce the gradients with reduce-scatter (each rank receives only "
+                                        "its shard) instead of all-reduce",
+    "zero_optimization.reduce_bucket_size": "elements reduced at a time: larger buckets use the link better, "
+                                            "smaller ones start sooner and need less buffer memory",
+    "zero_optimization.allgather_partitions": "stage 1/2: after the step, all-gather the updated weight "
+                                              "shards (rather than a series of broadcasts)",
+    "zero_optimization.allgather_bucket_size": "stage 1/2: elements all-gathered at a time when the updated "
+                                               "shards are put back together",
+    "zero_optimization.stage3_prefetch_bucket_size": "stage 3: elements of the next layers' weights gathered "
+                                                     "ahead of use, so the gather hides behind compute",
+    "zero_optimization.stage3_param_persistence_threshold": "stage 3: parameters smaller than this (biases, "
+                                                            "norms) stay whole on every GPU instead of being "
+                                                            "gathered each time",
+    "zero_optimization.stage3_max_live_parameters": "stage 3: at most this many gathered parameters kept on a "
+                                                    "GPU at once (caps the memory of prefetching)",
+    "zero_optimization.stage3_max_reuse_distance": "stage 3: a gathered parameter reused within this many "
+                                                   "parameters is kept rather than released and gathered again",
+    "zero_optimization.stage3_gather_16bit_weights_on_model_save": "stage 3: gather the full 16-bit weights "
+                                                                    "when saving, so the checkpoint loads "
+                                                                    "without DeepSpeed",
+    "zero_optimization.offload_optimizer.device": "keep the fp32 master weights and Adam states in CPU memory "
+                                                  "and step them there (ZeRO-Offload); 'none' keeps them on GPU",
+    "zero_optimization.offload_optimizer.pin_memory": "page-locked host memory: faster GPU<->CPU copies",
+    "zero_optimization.offload_param.device": "stage 3 only: keep the weights themselves in CPU memory "
+                                              "(ZeRO-Infinity)",
+    "zero_optimization.offload_param.pin_memory": "page-locked host memory for the offloaded weights",
+}
+
+
+def deepspeed_config(model: str | ModelSpec, plan: Plan, *, gradient_clipping: float = 1.0) -> dict[str, Any]:
+    """The DeepSpeed JSON config (as a dict) for ``plan`` (data parallel, ZeRO stage ``plan.zero``,
+    ``plan.micro_batch`` x ``plan.m`` micro-batches, dtype, offload) of ``model``."""
+    instance("plan", plan, Plan, "Plan(dp=8, zero=2, micro_batch=4)")
+    m = get_model(model)
+    if plan.tp > 1 or plan.pp > 1:
+        raise ValueError(f"a DeepSpeed ZeRO config describes data parallelism only: tp and pp must be 1, "
+                         f"got tp={plan.tp}, pp={plan.pp}")
+    if plan.dtype not in ("bf16", "fp16"):
+        raise ValueError(f"DeepSpeed ZeRO trains in mixed precision here: dtype must be bf16 or fp16, "
+                         f"got {plan.dtype!r}")
+    h = m.hidden
+    zero: dict[str, Any] = {"stage": plan.zero, "overlap_comm": True, "contiguous_gradients": True,
+                            "reduce_bucket_size": h * h}
+    if plan.zero in (1, 2):
+        zero.update({"reduce_scatter": True, "allgather_partitions": True,
+                     "allgather_bucket_size": int(ALLGATHER_BUCKET_SIZE)})
+    if plan.zero == 3:
+        zero.update({"stage3_prefetch_bucket_size": int(0.9 * h * h),
+                     "stage3_param_persistence_threshold": 10 * h,
+                     "stage3_max_live_parameters": int(STAGE3_MAX_LIVE_PARAMETERS),
+                     "stage3_max_reuse_distance": int(STAGE3_MAX_REUSE_DISTANCE),
+                     "stage3_gather_16bit_weights_on_model_save": True})
+    if plan.offload != "none" and plan.zero > 0:
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if plan.offload == "optimizer+params":
+        zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+    config: dict[str, Any] = {
+        "train_batch_size": plan.micro_batch * plan.m * plan.dp,
+        "train_micro_batch_size_per_gpu": plan.micro_batch,
+        "gradient_accumulation_steps": plan.m,
+        "gradient_clipping": gradient_clipping,
+    }
+    if plan.dtype == "bf16":
+        config["bf16"] = {"enabled": True}
+    else:
+        config["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16}
+    config["zero_optimization"] = zero
+    return config
+
+
+def to_json(config: dict[str, Any]) -> str:
+    """The config as the JSON file DeepSpeed reads (two-space indent)."""
+    return json.dumps(config, indent=2)
+
+
+def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Dotted field names -> values (``{"bf16": {"enabled": True}}`` -> ``{"bf16.enabled": True}``)."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def explain(config: dict[str, Any]) -> list[list[Any]]:
+    """Rows (field, value, what it does) for every field of ``config``; a field this module does not
+    document is an error (so a generated config never carries an unexplained field)."""
+    rows = []
+    for name, value in flatten(config).items():
+        if name not in FIELDS:
+            raise ValueError(f"no explanation for DeepSpeed config field {name!r}")
+        rows.append([name, json.dumps(value), FIELDS[name]])
+    return rows
+
+
+def compare(model: str | ModelSpec, plans: dict[str, Plan]) -> list[list[Any]]:
+    """Rows (field, value under each plan): the fields where the configs differ, for a side-by-side table."""
+    flat = {label: flatten(deepspeed_config(model, p)) for label, p in plans.items()}
+    names = list(dict.fromkeys(n for f in flat.values() for n in f))
+    rows = []
+    for n in names:
+        values = [json.dumps(f[n]) if n in f else "-" for f in flat.values()]
+        if len(set(values)) > 1:
+            rows.append([n, *values])
+    return rows
+
+
+# -- the launcher's files: hostfile (guide 4.3) and .deepspeed_env (guide 4.5) -------------------
+#: NCCL environment variables of guide 4.5 -> what each does (NCCL's "Environment Variables" docs)
+NCCL_VARS: dict[str, str] = {
+    "NCCL_IB_DISABLE": "1 turns off NCCL's InfiniBand/RoCE (IB verbs) transport, so traffic between nodes "
+                       "falls back to TCP sockets: it connects where IB is absent or misconfigured, at "
+                       "socket speed (guide 4.4's bandwidth problem in another form)",
+    "NCCL_SOCKET_IFNAME": "the network interface(s) NCCL's bootstrap and socket transport use (a prefix: eth0, "
+                          "^docker excludes); without it NCCL may pick lo, docker0 or a bridge the other "
+                          "node cannot reach, and the ranks never find each other",
+    "NCCL_P2P_DISABLE": "1 turns off direct GPU-to-GPU copies inside a node (NVLink or PCIe peer-to-peer); "
+                        "data goes through host memory instead: a cure for hangs on some PCIe/virtualised "
+                        "machines, at a loss of intra-node bandwidth",
+    "NCCL_DEBUG": "INFO prints NCCL's version, the interfaces and transports it chose (NET/IB, NET/Socket, "
+                  "P2P, SHM) and its rings and trees: the first thing to read when nodes do not connect",
+}
+
+
+def hostfile(hosts: dict[str, int]) -> str:
+    """A DeepSpeed hostfile: one ``<host> slots=<GPUs>`` line per node (DeepSpeed "Resource
+    Configuration (multi-node)" docs). Write IP addresses: every node must resolve every name the
+    same way, and a name only one machine's /etc/hosts knows is the guide's "host not found" (4.3)."""
+    if not hosts:
+        raise ValueError("a hostfile needs at least one host")
+    lines = []
+    for host, slots in hosts.items():
+        if not isinstance(host, str) or not host.strip() or " " in host:
+            raise ValueError(f"a host must be one word (an IP address or a name), got {host!r}")
+        lines.append(f"{host} slots={positive(f'slots of {host}', slots, integer=True)}")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class HostCheck:
+    """One hostfile entry as this machine sees it: an IP address, or a name and what it resolves to."""
+
+    host: str
+    slots: int
+    is_ip: bool
+    resolved: str | None  # the address it resolves to here; None: it does not resolve
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.resolved is not None
+
+
+def check_hostfile(text: str, resolve=None) -> list[HostCheck]:
+    """Read a hostfile and resolve each host on *this* machine (``resolve(host) -> address``,
+    default ``socket.gethostbyname``). The launcher resolves on the node it runs on, each worker on
+    its own: the check has to pass on every node, which only IP addresses guarantee."""
+    resolve = resolve or socket.gethostbyname
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].startswith("slots="):
+            raise ValueError(f"hostfile line {number} must read '<host> slots=<n>', got {line!r}")
+        host, slots = parts[0], int(parts[1][len("slots="):])
+        try:
+            ipaddress.ip_address(host)
+            out.append(HostCheck(host, slots, True, host))
+            continue
+        except ValueError:
+            pass
+        try:
+            out.append(HostCheck(host, slots, False, resolve(host)))
+        except OSError as err:
+            out.append(HostCheck(host, slots, False, None, f"{type(err).__name__}: {err}"))
+    return out
+
+
+def deepspeed_env(variables: dict[str, str | int]) -> str:
+    """The ``.deepspeed_env`` file (``KEY=VALUE`` lines) that DeepSpeed's multi-node launcher reads
+    from the working or home directory and exports on every node it starts (guide 4.5)."""
+    lines = []
+    for key, value in variables.items():
+        if not isinstance(key, str) or not key.isidentifier() or not key.isupper():
+            raise ValueError(f"an environment variable name is an upper-case identifier, got {key!r}")
+        if "\n" in str(value) or " " in str(value):
+            raise ValueError(f"{key}'s value must be one word, got {value!r}")
+        lines.append(f"{key}={value}")
+    return "\n".join(lines) + "\n"
