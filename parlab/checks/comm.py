@@ -13,6 +13,8 @@ from parlab.comm import CommError, RankError, launch
 from parlab.comm.algorithms import block_bounds, ring_schedule
 from parlab.costmodel import alphabeta
 
+from .ranks import is_stub
+
 # (shape, dtype) of the arrays each world size is checked on: sizes that n does not divide,
 # fewer elements than ranks, several dimensions, integers as well as floats
 SHAPES = [((1,), "float64"), ((3,), "float64"), ((10,), "float32"), ((7, 5), "float64"),
@@ -96,7 +98,9 @@ def check_ring_all_reduce(fn, seed: int = 0) -> None:
     block of about 1/n of the data), in the order of ``ring_schedule`` (block (r-s-1) mod n in
     step s of the reduce-scatter, block (r-s) mod n in step s of the all-gather, blocks cut by
     ``block_bounds``). Raises AssertionError naming the first failing case; the stub's
-    NotImplementedError passes through."""
+    NotImplementedError passes through (at once, before any rank starts)."""
+    if is_stub(fn):
+        raise NotImplementedError("ring_all_reduce is still a stub")
     for n in WORLD_SIZES:
         shapes = SHAPES + random_shapes(seed + n)
         try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from parlab.layout import GroupSpan
+from parlab.tables import plural
 
 from . import alphabeta
 from .alphabeta import bus_factor  # noqa: F401 - re-exported as parlab.costmodel.bus_factor
@@ -94,4 +95,4 @@ def group_link(cluster: Cluster, span: GroupSpan) -> GroupLink:
     if span.per_node > 1:
         bandwidth = min(bandwidth, cluster.intra.achievable)
     return GroupLink(bandwidth, cluster.inter.latency,
-                     f"inter-node {cluster.inter.name}, {span.per_node} rank(s)/node")
+                     f"inter-node {cluster.inter.name}, {plural(span.per_node, 'rank')} per node")
