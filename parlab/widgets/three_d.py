@@ -26,7 +26,7 @@ def _sends(est: Estimate, dim: str) -> str:
     if dim == "tp":
         return f"{facts['n_tp']} all-reduces per micro-batch"
     if dim == "pp":
-        return "an activation forward, a gradient back, per micro-batch"
+        return "activations forward, gradients back, per micro-batch"
     return facts["dp_ops"]
 
 
