@@ -164,7 +164,7 @@ def no_leaks():
         p.join(timeout=0)
     leaked = parlab_segments() - before
     assert not leaked, f"shared-memory segments left behind: {sorted(leaked)}"
-    children = live_children()
+    children = settled(live_children)  # a process ending as the module ends may take a moment
     assert not children, f"child processes left behind: {children}"
     memfds = settled(parlab_memfds, 1.0)
     assert not memfds, f"parlab memfds left held by the test process: {memfds}"
@@ -203,3 +203,26 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+# ---------------------------------------------------------------- where the suite's time goes
+SLOWEST_FILES = 10
+_seconds_by_file: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Sum each file's test seconds (setup, call and teardown; on xdist, the workers' reports
+    reach the controller here too)."""
+    path = report.nodeid.split("::")[0]
+    _seconds_by_file[path] = _seconds_by_file.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The slowest files at the end of every run, and the share of the test-seconds they took."""
+    if not _seconds_by_file or hasattr(terminalreporter.config, "workerinput"):
+        return
+    total = sum(_seconds_by_file.values())
+    rows = sorted(_seconds_by_file.items(), key=lambda kv: -kv[1])[:SLOWEST_FILES]
+    terminalreporter.section(f"slowest {len(rows)} files (test-seconds, of {total:.0f} in all)")
+    for path, secs in rows:
+        terminalreporter.write_line(f"{secs:8.1f} s  {100 * secs / total:4.1f}%  {path}")

@@ -2,11 +2,13 @@
 driven by Playwright, one server for all chapters.
 
 For each chapter of course/ (discovered, so a new chapter joins by existing): open it; before
-running, each dashboard cell shows a picture, not a Python repr; then Run All (every code cell
-runs to the end); in every dashboard (``...Dashboard(`` cells) move one control (``MOVES`` names
-it for a dashboard, or the first enabled dropdown, else slider) and see its output, and its
-figure if it has one, change without an error; every figure is displayed at or below its
-natural width (parlab's 2x PNGs at half their pixel width), and every dashboard (controls,
+running, each dashboard cell shows a picture, not a Python repr, and every stored figure is
+displayed at or below its natural width (parlab's 2x PNGs at half their pixel width); then run
+what the dashboards need: the dashboard cells (``...Dashboard(`` cells) and the earlier cells that
+define a name they use (``cells_to_run``; nbval has already run every cell of every chapter, so
+running the live cells again here would only repeat it); in every dashboard move one control
+(``MOVES`` names it for a dashboard, or the first enabled dropdown, else slider) and see its
+output, and its figure if it has one, change without an error; every dashboard (controls,
 headline numbers, figure) fits one 900 px screen. Screenshots land in test-artifacts/.
 
 Skipped where /usr/bin/chromium is missing, unless PARLAB_REQUIRE_BROWSER=1 (CI sets it), which
@@ -15,6 +17,8 @@ turns the skip into a failure.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import os
 import re
 import secrets
@@ -61,17 +65,69 @@ def dashboard_cells(chapter: str) -> list[int]:
     return [i for i, c in enumerate(code_cells(chapter)) if DASHBOARD_CALL.search(c.source)]
 
 
+def names_of(source: str) -> tuple[set[str], set[str]]:
+    """(names a cell defines, names it reads) — assignments, imports, defs; builtins left out."""
+    defined, used = set(), set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name):
+            (defined if isinstance(node.ctx, (ast.Store, ast.Del)) else used).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+    return defined, used - set(dir(builtins))
+
+
+def cells_to_run(sources: list[str], targets: list[int]) -> list[int]:
+    """The target cells and every earlier cell that defines a name one of them (or such a cell)
+    reads: what must run, in order, for the targets to run as they do under Run All."""
+    info = [names_of(s) for s in sources]
+    need = set(targets)
+    while True:
+        wanted = set().union(*(info[i][1] for i in need))
+        last = max(need)
+        more = {j for j in range(last) if j not in need and info[j][0] & wanted}
+        if not more:
+            return sorted(need)
+        need |= more
+
+
+def test_cells_to_run_follows_every_definition_a_dashboard_reads():
+    sources = ["import numpy as np", "from parlab.widgets import A", "x = launch_everything()",
+               "cfg = dict(n=np.int64(2))", "A(cfg)", "y = x"]
+    assert cells_to_run(sources, [4]) == [0, 1, 3, 4]
+    assert cells_to_run(sources, [5]) == [2, 5]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
+def scratch_copy(src: Path, dst: Path) -> None:
+    """course/ as the browser runs it: in each chapter with a dashboard, the code cells that no
+    dashboard needs become ``pass`` (their stored outputs stay, so the page looks as the learner's
+    does until it runs); every other file as it is."""
+    shutil.copytree(src, dst)
+    for path in sorted(dst.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        dash = [i for i, c in enumerate(code) if DASHBOARD_CALL.search(c.source)]
+        if not dash:
+            continue
+        keep = set(cells_to_run([c.source for c in code], dash))
+        for i, cell in enumerate(code):
+            if i not in keep:
+                cell.source = "pass"
+        nbformat.write(nb, path)
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab server over a scratch copy of course/ (running cells never touches the repo)."""
     root = tmp_path_factory.mktemp("lab")
-    shutil.copytree(ROOT / "course", root / "course")
+    scratch_copy(ROOT / "course", root / "course")
     # render every cell (JupyterLab 4 virtualises cells out of view by default)
     settings = root / "settings" / "@jupyterlab" / "notebook-extension"
     settings.mkdir(parents=True)
@@ -134,8 +190,9 @@ def code_cells(chapter: str) -> list:
 
 
 def run_all(page, chapter: str) -> None:
-    """Run All, then wait until the last code cell with a visible input has run: a fresh kernel
-    numbers the code cells 1..n in order (a hidden-input cell shows no prompt)."""
+    """Run All (of the scratch copy: the cells the dashboards need, the others ``pass``), then
+    wait until the last code cell with a visible input has run: a fresh kernel numbers the code
+    cells 1..n in order (a hidden-input cell shows no prompt)."""
     from playwright.sync_api import expect
 
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").click()
@@ -209,7 +266,7 @@ def assert_reacts(page, dash, chapter: str, k: int) -> None:
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("chapter", chapters())
-def test_chapter_runs_and_its_dashboards_react_fit_and_show_crisp_figures(lab, browser, chapter):
+def test_chapter_shows_crisp_figures_and_its_dashboards_react_and_fit(lab, browser, chapter):
     from playwright.sync_api import expect
 
     base, token = lab
@@ -229,18 +286,18 @@ def test_chapter_runs_and_its_dashboards_react_fit_and_show_crisp_figures(lab, b
             out = cells.nth(i).locator(".jp-OutputArea")
             expect(out.locator("img").first).to_be_visible(timeout=30_000)
             assert "Dashboard(children=" not in out.inner_text()
+        page.wait_for_function(  # every stored figure loaded, so their widths are final
+            "() => [...document.querySelectorAll('.jp-OutputArea img')].every(i => i.complete)")
+        assert_figures_at_natural_width(page)
         if dash_cells:
             cells.nth(dash_cells[0]).scroll_into_view_if_needed()
         shoot(page, f"{stem}_before_run")
+        if not dash_cells:  # nothing reacts: its cells' outputs are nbval's to check
+            assert page.locator(".parlab-dashboard").count() == 0
+            return
 
         run_all(page, chapter)
         dashes = page.locator(".parlab-dashboard")
-        if not dash_cells:
-            assert dashes.count() == 0
-            assert_figures_at_natural_width(page)
-            page.locator(".jp-Notebook").first.press("Control+Home")
-            shoot(page, f"{stem}_after_run")
-            return
         expect(dashes.first).to_be_visible()
         page.wait_for_function(  # every dashboard figure loaded, so the heights below are final
             "() => [...document.querySelectorAll('.parlab-dashboard img.parlab-figure')]"
@@ -253,7 +310,7 @@ def test_chapter_runs_and_its_dashboards_react_fit_and_show_crisp_figures(lab, b
                 f"dashboard {k} is {box['height']:.0f} px tall: it does not fit one 900 px screen")
         for k in range(dashes.count()):
             assert_reacts(page, dashes.nth(k), chapter, k)
-        assert assert_figures_at_natural_width(page) >= 1
+        assert assert_figures_at_natural_width(page) >= 1  # the dashboards' own, redrawn
         dash = dashes.first
         dash.scroll_into_view_if_needed()
         page.evaluate("el => el.scrollIntoView({block: 'start'})", dash.element_handle())

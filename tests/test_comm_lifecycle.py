@@ -83,9 +83,13 @@ def read_line(proc: subprocess.Popen, limit: float, tmp_path: Path) -> str:
 
 # ---------------------------------------------------------------------------- Ctrl-C (item 3)
 INTERRUPTED_CALLER = """
-    import json, os, sys
+    import json, os, signal, sys
     from pathlib import Path
     from parlab.comm import launch
+
+    # what a terminal gives an interactive process, whatever this one inherited (a shell's
+    # background job, nohup and some CI runners hand SIGINT down ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def work(comm):
         comm.barrier()
@@ -142,12 +146,47 @@ def test_ctrl_c_once_or_twice_at_any_moment_leaves_no_child_and_no_memfd(tmp_pat
             if twice:
                 time.sleep(rng.uniform(0, 0.02))
                 caller.send_signal(signal.SIGINT)
-            time.sleep(0.3)  # the launch cleans up, the caller goes back to waiting for input
-            caller.stdin.write(b"check\n")
+            caller.stdin.write(b"check\n")  # read once the launch has cleaned up
             left = json.loads(read_line(caller, 30, tmp_path))
             assert left == {"children": [], "memfd": [], "maps": []}, (
                 f"trial {trial}: Ctrl-C {'twice' if twice else 'once'} {delay * 1000:.0f} ms into "
                 f"the launch left {left}")
+    finally:
+        caller.kill()
+        caller.wait()
+        caller.stdin.close()
+        caller.stdout.close()
+
+
+IGNORING_CALLER = """
+    import signal, sys
+    from parlab.comm import launch
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a service, or a job started with nohup
+
+    def work(comm):
+        comm.barrier()
+        return comm.rank
+
+    print("ready", flush=True)
+    for line in sys.stdin:
+        print(launch(work, 3, backend=sys.argv[1]), signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+              flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_caller_that_ignores_ctrl_c_keeps_it_ignored_and_its_launches_finish(tmp_path, backend):
+    """SIGINT ignored by the process the runtime runs in (inherited SIG_IGN): the launch
+    installs no handler of its own, a Ctrl-C changes nothing, every launch returns its result."""
+    caller = start_script(tmp_path, IGNORING_CALLER, backend)
+    try:
+        assert read_line(caller, 60, tmp_path) == "ready"
+        for _ in range(3):
+            caller.stdin.write(b"run\n")
+            caller.send_signal(signal.SIGINT)
+            assert read_line(caller, 120, tmp_path) == "[0, 1, 2] True"
+        assert caller.poll() is None
     finally:
         caller.kill()
         caller.wait()
