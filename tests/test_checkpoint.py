@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import cloudpickle
 import pytest
 
-from parlab.comm import RankError, World
+from parlab.comm import RankError, World, launch
 from parlab.parallel.checkpoint import (
     MANIFEST,
     PARTIAL,
@@ -345,6 +345,26 @@ def test_a_full_disk_while_saving_leaves_the_earlier_checkpoint_intact(runs, wor
     assert complete_steps(d) == [SAVED]
     verify_checkpoint(step_dir(d, SAVED))
     DirectoryLock(d).acquire().release()  # the failed run let go of the directory
+
+
+def claims(comm, fresh, taken):
+    """What every rank learns from rank 0's claims: a fresh directory's run id, and the refusal
+    of a directory that holds checkpoints."""
+    lock, run = claim(comm, fresh, resume=False)
+    if lock is not None:
+        lock.release()
+    try:
+        claim(comm, taken, resume=False)
+    except CheckpointError as err:
+        return run, str(err)
+
+
+def test_on_the_torch_backend_every_rank_learns_the_run_id_and_the_refusal(tmp_path):
+    (tmp_path / "taken" / "step-00000001").mkdir(parents=True)
+    got = launch(claims, 2, str(tmp_path / "fresh"), str(tmp_path / "taken"), backend="torch",
+                 timeout=60)
+    assert got[0] == got[1] and len(got[0][0]) == 32
+    assert "already holds checkpoints (latest: step 1)" in got[0][1]
 
 
 # last: a run that fails replaces the World's ranks, and nothing runs after this one
