@@ -104,8 +104,9 @@ def check_fits(config, plan, local_ranks: int, available: int | None = None) -> 
     need = run_memory(config, plan, local_ranks)
     have = available_memory() if available is None else available
     if have is not None and need > have:
-        raise ValueError(f"this run needs about {need / 2**30:,.1f} GiB for its {local_ranks} "
-                         f"rank(s) on this machine (cost model: weights, gradients, AdamW states, "
-                         f"activations) but only {have / 2**30:,.1f} GiB is available: refusing to "
-                         f"start; use fewer --layers, a smaller --hidden or more ranks")
+        ranks = f"{local_ranks} rank{'s' if local_ranks != 1 else ''}"
+        raise ValueError(f"this run needs about {need / 2**30:,.1f} GiB for its {ranks} on this "
+                         f"machine (cost model: weights, gradients, AdamW states, activations) but "
+                         f"only {have / 2**30:,.1f} GiB is available: refusing to start; use fewer "
+                         f"--layers, a smaller --hidden, or more nodes under torchrun")
     return need

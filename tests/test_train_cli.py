@@ -232,3 +232,15 @@ def test_two_trainers_on_one_directory_one_wins_and_owns_every_file(tmp_path):
         runs |= {manifest["run"]} | {shard["run"] for _, shard in shards}
         assert manifest["plan"]["lr"] == (0.001, 0.002)[winner]
     assert len(runs) == 1  # one run wrote everything
+
+
+def test_the_memory_estimate_counts_every_local_rank_and_names_the_numbers():
+    from parlab.parallel.model import TinyGPT
+    from parlab.train_checks import check_fits
+
+    n_params = sum(p.numel() for p in TinyGPT(CFG).parameters())
+    need = check_fits(CFG, PLAN, PLAN.world, available=1 << 40)
+    assert need >= 16 * n_params  # fp32 weights, gradients and AdamW's two moments, at least
+    with pytest.raises(ValueError, match=r"needs about 0\.0 GiB for its 4 ranks on this machine .* "
+                                         r"only 0\.0 GiB is available: refusing to start"):
+        check_fits(CFG, PLAN, PLAN.world, available=int(need) - 1)
