@@ -220,6 +220,23 @@ def another_run(path):
 RNG_ONLY = "rank-00001"  # DP rank 1 of stage 0: only its RNG state
 
 
+def metadata_outside(path):
+    """A forged DCP .metadata that sends the load to a file outside, every hash recomputed."""
+    import pickle
+
+    from torch.distributed.checkpoint import FileSystemReader
+
+    d = path / "rank-00000"
+    meta = FileSystemReader(str(d)).read_metadata()
+    for info in meta.storage_data.values():
+        info.relative_path = "../../../elsewhere.distcp"
+    (d / ".metadata").write_bytes(pickle.dumps(meta))
+    f = d / ".metadata"
+    edit_json(d / SHARD, lambda s: {**s, "files": {**s["files"], ".metadata": {
+        "bytes": f.stat().st_size, "sha256": sha256(f)}}})
+    reseal(path)
+
+
 @pytest.mark.parametrize("tamper, message", [
     (outside, r"ranks\[0\] must be \{'dir': 'rank-00000'"),
     (linked, "rank-00001 is a symbolic link or lies outside"),
@@ -238,6 +255,7 @@ RNG_ONLY = "rank-00001"  # DP rank 1 of stage 0: only its RNG state
      "COMPLETE.json: field 'layout' must be an object"),
     (lambda p: (p / MANIFEST).write_text("[1, 2]"), "COMPLETE.json holds a JSON list, expected an object"),
     (another_run, "rank-00002/SHARD.json was written by run ffff"),
+    (metadata_outside, "rank-00000/.metadata points at '../../../elsewhere.distcp'"),
     (lambda p: (p / "rank-00000" / "extra.distcp").write_bytes(b"x"),
      "rank-00000 holds files its SHARD.json does not list: extra.distcp"),
     (lambda p: flip(next((p / RNG_ONLY).glob("*.distcp"))), f"{RNG_ONLY}/__0_0.distcp is corrupt"),

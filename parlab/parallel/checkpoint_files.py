@@ -209,6 +209,26 @@ def verify_files(d: Path, shard: dict) -> None:
         if sha256(f) != info["sha256"]:
             raise CheckpointError(f"checkpoint file {f} is corrupt: its sha256 differs from what "
                                   f"{d / SHARD} recorded when it was written")
+    check_dcp_paths(d, shard)
+
+
+def check_dcp_paths(d: Path, shard: dict) -> None:
+    """DCP's ``.metadata`` names the data files a load opens: each must be one the (hashed)
+    files table lists, beside it."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+    from torch.distributed.checkpoint import FileSystemReader
+
+    try:
+        meta = FileSystemReader(str(d)).read_metadata()
+    except Exception as err:  # a pickle that is not DCP's
+        raise CheckpointError(f"checkpoint file {d / '.metadata'} could not be read: {err}") from None
+    for info in (getattr(meta, "storage_data", None) or {}).values():
+        rel = getattr(info, "relative_path", None)
+        if rel is not None and rel not in shard["files"]:
+            raise CheckpointError(f"checkpoint file {d / '.metadata'} points at {rel!r}, not a "
+                                  f"file its {SHARD} lists: a load reads only the checkpoint's files")
 
 
 def shard_entries(partial: Path, world: int, run: str) -> list[dict]:
