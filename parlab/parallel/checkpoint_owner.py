@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import socket
+import time
 import uuid
 from pathlib import Path
 
@@ -46,17 +47,25 @@ class DirectoryLock:
         except (OSError, ValueError, KeyError, TypeError):
             return "unknown"
 
-    def acquire(self, run: str | None = None) -> DirectoryLock:
+    def acquire(self, run: str | None = None, wait: float = 0.0) -> DirectoryLock:
+        """Take the lock, retrying for up to ``wait`` seconds (another run's ``probe`` holds it
+        for microseconds); CheckpointError naming the holder if it stays taken."""
         check_directory(self.directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise CheckpointError(f"checkpoint directory {self.directory} is in use by another run "
-                                  f"({self.holder()}; lock {self.path}): one directory, one run at "
-                                  f"a time") from None
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    continue
+                os.close(fd)
+                raise CheckpointError(f"checkpoint directory {self.directory} is in use by another "
+                                      f"run ({self.holder()}; lock {self.path}): one directory, one "
+                                      f"run at a time") from None
         self.fd = fd
         self.note(run)
         return self

@@ -124,7 +124,7 @@ def claim(comm, directory: str | os.PathLike, resume: bool, device="cpu") -> tup
     lock, note = None, {}
     if comm.rank == 0:
         try:
-            lock = DirectoryLock(directory).acquire()
+            lock = DirectoryLock(directory).acquire(wait=1.0)  # outlast another run's probe
             if resume:
                 run = read_manifest(step_dir(directory, latest_step(directory)))["run"]
             else:
