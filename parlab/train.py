@@ -14,6 +14,13 @@ log line per step (loss, tokens/s, time by phase), and at the end every rank's b
 sent beside the cost model's prediction. ``--log-json FILE`` writes one JSON line per step.
 ``--kill-at STEP[:RANK[:save]]`` is fault injection for tests: that rank SIGKILLs itself at the
 start of that step (or while saving that step's checkpoint).
+
+Before any rank starts, the arguments are checked (``train_checks``: one line and exit status 2
+for each broken rule, before torch is imported), the run's memory is estimated with the cost
+model and refused if it cannot fit this machine, and the checkpoint directory is checked (not
+held by another run, a resume's checkpoint complete and compatible, no old checkpoints under a
+fresh run). From Python, ``parlab.comm.torchrun.run_torchrun(["-m", "parlab.train", ...], n)``
+starts it under torchrun with torchrun's log directory in a temporary directory of its own.
 """
 
 from __future__ import annotations
@@ -25,6 +32,14 @@ import sys
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 BAR_WIDTH = 20
+USAGE = "python -m parlab.train --steps N [--dp N --tp N --pp N ...] (--help: every option)"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line usage on error (not every option)."""
+
+    def error(self, message: str):
+        self.exit(2, f"usage: {USAGE}\n{self.prog}: error: {message}\n")
 
 
 def under_torchrun() -> bool:
@@ -33,7 +48,7 @@ def under_torchrun() -> bool:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m parlab.train", description=__doc__.split("\n")[0])
+    ap = Parser(prog="python -m parlab.train", description=__doc__.split("\n")[0], usage=USAGE)
     grid = ap.add_argument_group("parallelism")
     grid.add_argument("--dp", type=int, default=1, help="data-parallel degree")
     grid.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (innermost)")
@@ -124,10 +139,44 @@ def cli_worker(comm, config, plan, steps, checkpoint, progress, fault, device="c
     return report
 
 
+def preflight(checkpoint, config, plan, probe_lock: bool) -> None:
+    """The checkpoint directory, before any rank starts: not held by another run (``probe_lock``:
+    only one process of a job probes), a resume has a complete, compatible checkpoint, a fresh
+    run finds no old one."""
+    from parlab.parallel.checkpoint import (
+        check_compatible,
+        latest_step,
+        optimizer_settings,
+        read_checkpoint,
+        refuse_overwrite,
+        step_dir,
+    )
+    from parlab.parallel.checkpoint_owner import check_directory, probe
+
+    check_directory(checkpoint.directory)
+    if probe_lock:
+        probe(checkpoint.directory)
+    if checkpoint.resume:
+        path = step_dir(checkpoint.directory, latest_step(checkpoint.directory))
+        manifest, _ = read_checkpoint(path)
+        check_compatible(path, manifest, config, plan, optimizer_settings())
+    else:
+        refuse_overwrite(checkpoint.directory)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    torchrun = under_torchrun()
+    try:  # plain checks first: no torch imported yet
+        from parlab.train_checks import check_args
+
+        check_args(args, os.environ, torchrun)
+    except ValueError as err:
+        print(f"parlab.train: {err}", file=sys.stderr)
+        return 2
     from parlab.parallel.model import GPTConfig
     from parlab.parallel.train import Checkpointing, TrainPlan
+    from parlab.train_checks import check_fits
 
     this = sys.modules.get("parlab.train") or __import__("parlab.train", fromlist=["cli_worker"])
     try:
@@ -137,30 +186,26 @@ def main(argv: list[str] | None = None) -> int:
                          micro_batches=args.micro_batches, schedule=args.schedule,
                          chunks=args.chunks, lr=args.lr, zero1=args.zero1, data_seed=args.seed)
         plan.check(config)
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", plan.world)) if torchrun else plan.world
+        check_fits(config, plan, local)
         checkpoint = None
         if args.checkpoint_dir is not None:
             checkpoint = Checkpointing(args.checkpoint_dir, args.save_every, args.resume)
-            if args.resume:  # before any process starts (the directory is shared by all ranks)
-                from parlab.parallel.checkpoint import latest_step
-
-                latest_step(args.checkpoint_dir)
-        elif args.resume or args.save_every:
-            raise ValueError("--resume and --save-every need --checkpoint-dir")
+            preflight(checkpoint, config, plan, probe_lock=not torchrun or os.environ["RANK"] == "0")
         fault = parse_fault(args.kill_at)
         progress = Progress(args.steps, args.quiet, args.log_json)
         if args.tp_inside_node:
             per_node = args.gpus_per_node or int(os.environ.get("LOCAL_WORLD_SIZE", plan.world))
             plan.grid.check(gpus_per_node=per_node, tp_inside_node=True)
-        if under_torchrun():
+        if args.device == "cuda":
+            check_cuda(torchrun)
+        if torchrun:
             from parlab.comm import from_torchrun
 
             plan.grid.check(world=int(os.environ["WORLD_SIZE"]))  # before joining the group
             comm = from_torchrun("nccl" if args.device == "cuda" else "gloo", args.timeout)
             this.cli_worker(comm, config, plan, args.steps, checkpoint, progress, fault, args.device)
             return 0
-        if args.device == "cuda":
-            raise ValueError("--device cuda runs under torchrun (NCCL, one GPU per process); "
-                             "the processes started here use the CPU")
         plan.grid.check(world=plan.world)
         from parlab.comm import CommError, launch
 
@@ -174,6 +219,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"parlab.train: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def check_cuda(torchrun: bool) -> None:
+    """--device cuda: a GPU torch can see, and torchrun's one process per GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ValueError(f"--device cuda: torch {torch.__version__} sees no CUDA device on this "
+                         f"machine; use --device cpu")
+    if not torchrun:
+        raise ValueError("--device cuda runs under torchrun (NCCL, one GPU per process); "
+                         "the processes started here use the CPU")
 
 
 if __name__ == "__main__":

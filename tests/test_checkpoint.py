@@ -12,23 +12,40 @@ World (local backend; the save and load code is backend-independent: DCP without
 
 from __future__ import annotations
 
+import errno
+import json
+import os
 import shutil
+import sys
 from dataclasses import replace
+from types import SimpleNamespace
 
+import cloudpickle
 import pytest
 
-from parlab.comm import RankError, World
+from parlab.comm import RankError, World, launch
 from parlab.parallel.checkpoint import (
     MANIFEST,
     PARTIAL,
+    SHARD,
     CheckpointError,
     check_compatible,
     complete_steps,
     load_latest,
+    optimizer_settings,
     read_checkpoint,
     refuse_overwrite,
     step_dir,
+    verify_checkpoint,
 )
+from parlab.parallel.checkpoint_files import seal, sha256, shard_entries
+from parlab.parallel.checkpoint_owner import (
+    DirectoryLock,
+    _fresh_partial,
+    check_directory,
+    write_error,
+)
+from parlab.parallel.checkpoint_run import claim, owning
 from parlab.parallel.model import GPTConfig
 from parlab.parallel.train import Checkpointing, TrainPlan, serial_losses, train_3d, with_layout
 
@@ -38,6 +55,7 @@ PLAN = TrainPlan(dp=2, tp=1, pp=2, batch_size=8, micro_batches=2, schedule="inte
                  chunks=2, zero1=True)
 STEPS, SAVED = 4, 2
 TOL = 1e-5
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # full_disk runs on the ranks
 
 
 @pytest.fixture(scope="module")
@@ -138,12 +156,242 @@ def test_a_fresh_run_does_not_overwrite_old_checkpoints(runs):
         refuse_overwrite(d)
 
 
+# ------------------------------------------------------------------ tampering: refused, file named
+def copy(d, tmp_path):
+    shutil.copytree(d, tmp_path / "ck")
+    return step_dir(tmp_path / "ck", SAVED)
+
+
+def edit_json(path, change):
+    obj = json.loads(path.read_text())
+    path.write_text(json.dumps(change(obj)))
+
+
+def reseal(path):
+    """What a careful forger does: every SHARD.json hash and the manifest's checksum recomputed."""
+    def fix(m):
+        for entry in m["ranks"]:
+            f = path / entry["dir"] / SHARD
+            if f.is_file():
+                entry["bytes"], entry["sha256"] = f.stat().st_size, sha256(f)
+        return seal(m)
+    edit_json(path / MANIFEST, fix)
+
+
+def flip(f):
+    data = bytearray(f.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    f.write_bytes(bytes(data))
+
+
+def outside(path):
+    other = path.parent.parent / "other"
+    shutil.copytree(path, other / path.name)
+    edit_json(path / MANIFEST, lambda m: {**m, "ranks": [
+        {**m["ranks"][0], "dir": f"../../other/{path.name}/rank-00000"}, *m["ranks"][1:]]})
+    reseal(path)
+
+
+def linked(path):
+    other = path.parent.parent / "elsewhere"
+    shutil.move(path / "rank-00001", other)
+    (path / "rank-00001").symlink_to(other)
+
+
+def swapped_keys(path):
+    def swap(s):
+        s["pieces"][0]["key"], s["pieces"][1]["key"] = s["pieces"][1]["key"], s["pieces"][0]["key"]
+        return s
+    edit_json(path / "rank-00000" / SHARD, swap)
+
+
+def emptied_files(path, sealed=False):
+    edit_json(path / "rank-00000" / SHARD, lambda s: {**s, "files": {}})
+    flip(next((path / "rank-00000").glob("*.distcp")))
+    if sealed:
+        reseal(path)
+
+
+def another_run(path):
+    edit_json(path / "rank-00002" / SHARD, lambda s: {**s, "run": "f" * 32})
+    reseal(path)
+
+
+RNG_ONLY = "rank-00001"  # DP rank 1 of stage 0: only its RNG state
+
+
+def metadata_outside(path):
+    """A forged DCP .metadata that sends the load to a file outside, every hash recomputed."""
+    import pickle
+
+    from torch.distributed.checkpoint import FileSystemReader
+
+    d = path / "rank-00000"
+    meta = FileSystemReader(str(d)).read_metadata()
+    for info in meta.storage_data.values():
+        info.relative_path = "../../../elsewhere.distcp"
+    (d / ".metadata").write_bytes(pickle.dumps(meta))
+    f = d / ".metadata"
+    edit_json(d / SHARD, lambda s: {**s, "files": {**s["files"], ".metadata": {
+        "bytes": f.stat().st_size, "sha256": sha256(f)}}})
+    reseal(path)
+
+
+@pytest.mark.parametrize("tamper, message", [
+    (outside, r"ranks\[0\] must be \{'dir': 'rank-00000'"),
+    (linked, "rank-00001 is a symbolic link or lies outside"),
+    (swapped_keys, "rank-00000/SHARD.json is corrupt or was edited"),
+    (emptied_files, "rank-00000/SHARD.json is corrupt or was edited"),
+    (lambda p: emptied_files(p, sealed=True), "rank-00000/SHARD.json lists no files"),
+    (lambda p: (edit_json(p / "rank-00000" / SHARD, lambda s: {k: v for k, v in s.items() if k != "files"}),
+                reseal(p)), "rank-00000/SHARD.json: field 'files' must be a table"),
+    (lambda p: (edit_json(p / MANIFEST, lambda m: {**m, "step": 3}), reseal(p)),
+     "COMPLETE.json says step 3 but its directory is 'step-00000002'"),
+    (lambda p: edit_json(p / MANIFEST, lambda m: {**m, "plan": {**m["plan"], "lr": 1.0}}),
+     "COMPLETE.json was changed after it was written"),
+    (lambda p: edit_json(p / MANIFEST, lambda m: {**m, "step": "four"}),
+     "COMPLETE.json: field 'step' must be an integer >= 0, got 'four'"),
+    (lambda p: edit_json(p / MANIFEST, lambda m: {k: v for k, v in m.items() if k != "layout"}),
+     "COMPLETE.json: field 'layout' must be an object"),
+    (lambda p: (p / MANIFEST).write_text("[1, 2]"), "COMPLETE.json holds a JSON list, expected an object"),
+    (another_run, "rank-00002/SHARD.json was written by run ffff"),
+    (metadata_outside, "rank-00000/.metadata points at '../../../elsewhere.distcp'"),
+    (lambda p: (p / "rank-00000" / "extra.distcp").write_bytes(b"x"),
+     "rank-00000 holds files its SHARD.json does not list: extra.distcp"),
+    (lambda p: flip(next((p / RNG_ONLY).glob("*.distcp"))), f"{RNG_ONLY}/__0_0.distcp is corrupt"),
+    (lambda p: next((p / RNG_ONLY).glob("*.distcp")).write_bytes(b"PK"),
+     f"{RNG_ONLY}/__0_0.distcp is 2 bytes"),
+    (lambda p: (p / RNG_ONLY / ".metadata").unlink(),
+     f"{RNG_ONLY} holds no file .metadata that its SHARD.json lists"),
+])
+def test_a_tampered_checkpoint_is_refused_naming_the_file(runs, tmp_path, tamper, message):
+    path = copy(runs[2], tmp_path)
+    verify_checkpoint(path)  # the untouched copy is fine
+    tamper(path)
+    with pytest.raises(CheckpointError, match=message):
+        verify_checkpoint(path)
+
+
+def test_a_resume_with_another_learning_rate_is_refused(runs):
+    path = step_dir(runs[2], SAVED)
+    manifest, _ = read_checkpoint(path)
+    assert manifest["plan"]["lr"] == PLAN.lr and manifest["plan"]["schedule"] == "interleaved"
+    with pytest.raises(ValueError, match="saved with lr=0.003 but this run has lr=0.001"):
+        check_compatible(path, manifest, CFG, replace(PLAN, lr=1e-3), optimizer_settings())
+    with pytest.raises(ValueError, match=r"eps=1e-08 but this run has eps=1e-06"):
+        check_compatible(path, manifest, CFG, PLAN, {**optimizer_settings(), "eps": 1e-6})
+
+
+# ------------------------------------------------------------------ one directory, one run
+ONE = SimpleNamespace(rank=0, world_size=1)  # claim's communicator on one rank
+
+
+def test_a_directory_is_owned_by_one_run_for_its_life(runs, tmp_path):
+    d = tmp_path / "ck"
+    shutil.copytree(runs[2], d)
+    run = read_checkpoint(step_dir(d, SAVED))[0]["run"]
+    with owning(ONE, Checkpointing(str(d), 1, resume=True)) as mine:
+        assert mine == run  # a resume continues the run it resumes
+        with pytest.raises(CheckpointError, match=f"{d} is in use by another run .pid {os.getpid()}"):
+            DirectoryLock(d).acquire()
+    with owning(ONE, Checkpointing(str(tmp_path / "new"), 1)) as fresh:
+        assert fresh != run and len(fresh) == 32
+    DirectoryLock(d).acquire().release()  # released when the run ends
+    with pytest.raises(CheckpointError, match="already holds checkpoints"):
+        claim(ONE, d, resume=False)
+
+
+def test_a_save_refuses_a_shard_another_run_wrote(runs, tmp_path):
+    path = copy(runs[2], tmp_path)
+    run = read_checkpoint(path)[0]["run"]
+    assert [e["dir"] for e in shard_entries(path, 4, run)] == [f"rank-{r:05d}" for r in range(4)]
+    with pytest.raises(CheckpointError, match="rank-00000/SHARD.json was written by run .* but "
+                                              "checkpoint .* belongs to run 0000"):
+        shard_entries(path, 4, "0" * 32)
+
+
+def test_a_symlinked_partial_checkpoint_is_refused_not_followed(tmp_path):
+    target = tmp_path / "precious"
+    target.mkdir()
+    (target / "keep").write_text("x")
+    partial = tmp_path / "ck" / f"step-00000004{PARTIAL}"
+    partial.parent.mkdir()
+    partial.symlink_to(target)
+    with pytest.raises(CheckpointError, match=f"{partial} is a symbolic link"):
+        check_directory(partial.parent)
+    with pytest.raises(CheckpointError, match=f"{partial} is a symbolic link or a file"):
+        _fresh_partial(partial)
+    assert (target / "keep").exists()
+
+
+def test_a_full_disk_is_named_and_torch_hidden_enospc_is_recognised(runs, monkeypatch, tmp_path):
+    where = tmp_path / "step-00000004.partial"
+    err = write_error(OSError(errno.ENOSPC, "No space left on device"), where, runs[2])
+    assert "no space left on device (ENOSPC)" in str(err) and "step-00000002 is intact" in str(err)
+    torch_err = RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 512 vs 0")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: SimpleNamespace(total=1, used=1, free=0))
+    assert "(ENOSPC)" in str(write_error(torch_err, where, runs[2]))
+
+
+def full_disk(comm, d):
+    """Resume at SAVED and train on; every write of the next checkpoint finds the disk full."""
+    from torch.distributed.checkpoint.filesystem import FileSystem
+
+    real = FileSystem.create_stream
+
+    def no_space(self, path, mode):
+        if "w" in mode:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, path, mode)
+
+    FileSystem.create_stream = no_space
+    try:
+        train_3d(comm, CFG, PLAN, STEPS, Checkpointing(d, SAVED, resume=True))
+    except CheckpointError as err:
+        return str(err)
+    finally:
+        FileSystem.create_stream = real
+    return "saved"
+
+
+def test_a_full_disk_while_saving_leaves_the_earlier_checkpoint_intact(runs, world4, tmp_path):
+    d = tmp_path / "ck"
+    shutil.copytree(runs[2], d)
+    messages = world4.run(full_disk, str(d))
+    assert all("no space left on device (ENOSPC)" in m and "step-00000002 is intact" in m
+               for m in messages), messages
+    assert complete_steps(d) == [SAVED]
+    verify_checkpoint(step_dir(d, SAVED))
+    DirectoryLock(d).acquire().release()  # the failed run let go of the directory
+
+
+def claims(comm, fresh, taken):
+    """What every rank learns from rank 0's claims: a fresh directory's run id, and the refusal
+    of a directory that holds checkpoints."""
+    lock, run = claim(comm, fresh, resume=False)
+    if lock is not None:
+        lock.release()
+    try:
+        claim(comm, taken, resume=False)
+    except CheckpointError as err:
+        return run, str(err)
+
+
+def test_on_the_torch_backend_every_rank_learns_the_run_id_and_the_refusal(tmp_path):
+    (tmp_path / "taken" / "step-00000001").mkdir(parents=True)
+    got = launch(claims, 2, str(tmp_path / "fresh"), str(tmp_path / "taken"), backend="torch",
+                 timeout=60)
+    assert got[0] == got[1] and len(got[0][0]) == 32
+    assert "already holds checkpoints (latest: step 1)" in got[0][1]
+
+
 # last: a run that fails replaces the World's ranks, and nothing runs after this one
 def test_a_corrupt_shard_is_an_error_naming_the_file(runs, world4, tmp_path):
     _, _, d = runs
     work = tmp_path / "ck"
     shutil.copytree(d, work)
-    shard = next((step_dir(work, SAVED) / "rank-00000").glob("*.distcp"))
+    # DP rank 1's shard holds only its RNG state: read by that rank alone, verified all the same
+    shard = next((step_dir(work, SAVED) / RNG_ONLY).glob("*.distcp"))
     data = bytearray(shard.read_bytes())
     data[len(data) // 2] ^= 0xFF
     shard.write_bytes(bytes(data))

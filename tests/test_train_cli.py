@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from parlab.comm import launch
+from parlab.comm.torchrun import run_torchrun
 from parlab.parallel.checkpoint import PARTIAL, complete_steps
 from parlab.parallel.model import GPTConfig
 from parlab.parallel.train import TrainPlan, train_3d
@@ -41,7 +42,7 @@ def reference():
 
 
 def run(cmd: list[str], tmp_path: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TMPDIR": str(tmp_path)}  # torchrun's log directory goes there too
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
     for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"):
         env.pop(k, None)
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
@@ -52,15 +53,17 @@ def losses(path: Path) -> dict[int, float]:
 
 
 def test_torchrun_gives_the_local_backend_loss(reference, tmp_path):
-    log = tmp_path / "torchrun.jsonl"
-    out = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4",
-               "-m", "parlab.train", *ARGS, "--steps", "3", "--log-json", str(log)], tmp_path)
+    log, tmp = tmp_path / "torchrun.jsonl", tmp_path / "tmp"
+    tmp.mkdir()
+    out = run_torchrun(["-m", "parlab.train", *ARGS, "--steps", "3", "--log-json", str(log)], 4,
+                       env={**os.environ, "TMPDIR": str(tmp)}, cwd=ROOT, timeout=240)
     assert out.returncode == 0, out.stderr[-3000:]
     got = losses(log)
     assert sorted(got) == [1, 2, 3]
     assert max(abs(got[s] - reference[s - 1]) for s in got) <= TOL
     assert "step 3 loss" in out.stdout and "tok/s" in out.stdout  # the step lines
     assert "measured / predicted" in out.stdout  # the per-rank table
+    assert list(tmp.iterdir()) == []  # no torchelastic_* log dir left behind
 
 
 def test_killed_mid_training_resumes_the_same_loss_curve(reference, tmp_path):
@@ -84,7 +87,6 @@ def test_killed_mid_training_resumes_the_same_loss_curve(reference, tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["--tp", "3", "--steps", "1"], "tensor-parallel degree tp=3 must divide n_head=4"),
     (["--steps", "1", "--resume"], "--resume and --save-every need --checkpoint-dir"),
-    (["--steps", "1", "--device", "cuda"], "--device cuda runs under torchrun"),
     (["--steps", "1", "--schedule", "pipedream"], "schedule must be one of"),
     (["--steps", "1", "--kill-at", "x"], "--kill-at must be STEP"),
     (["--steps", "1", "--tp", "4", "--gpus-per-node", "2", "--tp-inside-node"],
@@ -107,3 +109,138 @@ def test_resume_from_an_empty_directory_is_an_error(tmp_path, capsys):
     argv = ["--steps", "1", "--checkpoint-dir", str(tmp_path), "--resume", "--quiet"]
     assert main(argv) == 2  # before any process starts
     assert "no complete checkpoint" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ refused before any rank starts
+TORCHRUN_ENV = {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29999",
+                "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
+
+
+@pytest.fixture
+def no_ranks(monkeypatch):
+    """main may not start a rank (launch) nor join torchrun's group (from_torchrun)."""
+    import parlab.comm
+
+    def started(*args, **kwargs):
+        raise AssertionError("a rank was started")
+
+    monkeypatch.setattr(parlab.comm, "launch", started)
+    monkeypatch.setattr(parlab.comm, "from_torchrun", started)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--steps", "0"], "--steps must be a positive integer, got 0"),
+    (["--steps", "-1"], "--steps must be a positive integer, got -1"),
+    (["--steps", "1", "--seed", "-1"], "--seed must be an integer >= 0, got -1"),
+    (["--steps", "1", "--checkpoint-dir", "ck", "--save-every", "-1"],
+     "--save-every must be an integer >= 0, got -1"),
+    (["--steps", "1", "--checkpoint-dir", "", "--save-every", "1"],
+     "--checkpoint-dir must be a directory path, got ''"),
+    (["--steps", "1", "--gpus-per-node", "0"], "--gpus-per-node must be a positive integer, got 0"),
+    (["--steps", "1", "--timeout", "nan"], "--timeout must be a positive finite number, got nan"),
+    (["--steps", "1", "--lr", "inf"], "--lr must be a positive finite number, got inf"),
+    (["--steps", "1", "--log-json", "."], "--log-json must be a file path, got '.' (a directory)"),
+    (["--steps", "1", "--log-json", "no/such/dir/log.jsonl"],
+     "--log-json no/such/dir/log.jsonl: its directory no/such/dir does not exist"),
+    (["--steps", "1", "--layers", "1000000"], "GiB is available: refusing to start"),
+])
+def test_bad_arguments_exit_2_with_one_line_before_any_rank_starts(argv, message, no_ranks, capsys,
+                                                                   tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("env, argv, message", [
+    ({"LOCAL_WORLD_SIZE": "abc"}, [], "environment variable LOCAL_WORLD_SIZE must be an integer, got 'abc'"),
+    ({}, ["--timeout", "nan"], "--timeout must be a positive finite number, got nan"),
+    ({}, ["--device", "cuda"], "sees no CUDA device on this machine"),
+])
+def test_bad_torchrun_input_exits_2_before_joining_the_group(env, argv, message, no_ranks, capsys,
+                                                             monkeypatch):
+    import torch
+
+    if "--device" in argv and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    for k, v in {**TORCHRUN_ENV, **env}.items():
+        monkeypatch.setenv(k, v)
+    assert main(["--steps", "1", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+def test_an_argparse_error_is_one_usage_line(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--steps"])
+    assert exit_.value.code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("usage: python -m parlab.train --steps N")
+    assert "expected one argument" in lines[1]
+
+
+def test_arguments_are_checked_before_torch_is_imported():
+    code = ("import sys; from parlab.train import main; rc = main(['--steps', '0']); "
+            "print(rc, 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.split() == ["2", "False"], done.stderr
+
+
+def test_a_fresh_run_over_old_checkpoints_exits_2(tmp_path, no_ranks, capsys):
+    (tmp_path / "step-00000002").mkdir()
+    assert main(["--steps", "1", "--checkpoint-dir", str(tmp_path), "--save-every", "1"]) == 2
+    assert "already holds checkpoints (latest: step 2)" in capsys.readouterr().err
+
+
+def test_resume_on_a_file_path_says_it_is_a_file(tmp_path, no_ranks, capsys):
+    f = tmp_path / "ckpt"
+    f.write_text("")
+    assert main(["--steps", "1", "--checkpoint-dir", str(f), "--resume"]) == 2
+    assert f"--checkpoint-dir {f} is a file, not a directory" in capsys.readouterr().err
+
+
+def test_a_directory_held_by_another_run_exits_2(tmp_path, no_ranks, capsys):
+    from parlab.parallel.checkpoint_owner import DirectoryLock
+
+    with DirectoryLock(tmp_path):
+        assert main(["--steps", "1", "--checkpoint-dir", str(tmp_path), "--save-every", "1"]) == 2
+    assert f"checkpoint directory {tmp_path} is in use by another run (pid {os.getpid()}" in \
+        capsys.readouterr().err
+
+
+def test_two_trainers_on_one_directory_one_wins_and_owns_every_file(tmp_path):
+    from parlab.parallel.checkpoint import read_checkpoint, step_dir, verify_checkpoint
+
+    ckpt = tmp_path / "ckpt"
+    cmd = [sys.executable, "-m", "parlab.train", "--steps", "2", "--save-every", "1", "--quiet",
+           "--layers", "1", "--hidden", "32", "--seq-len", "16", "--checkpoint-dir", str(ckpt)]
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR",
+                                                          "MASTER_PORT", "LOCAL_RANK")}
+    procs = [subprocess.Popen([*cmd, "--lr", lr], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for lr in ("0.001", "0.002")]
+    outs = [p.communicate(timeout=240) for p in procs]
+    codes = [p.returncode for p in procs]
+    assert sorted(c == 0 for c in codes) == [False, True], outs
+    winner, loser = (0, 1) if codes[0] == 0 else (1, 0)
+    assert ("in use by another run" in outs[loser][1] or "already holds checkpoints" in outs[loser][1]), outs
+    assert complete_steps(ckpt) == [1, 2]
+    runs = set()
+    for step in (1, 2):
+        manifest = verify_checkpoint(step_dir(ckpt, step))  # every file, every hash
+        _, shards = read_checkpoint(step_dir(ckpt, step))
+        runs |= {manifest["run"]} | {shard["run"] for _, shard in shards}
+        assert manifest["plan"]["lr"] == (0.001, 0.002)[winner]
+    assert len(runs) == 1  # one run wrote everything
+
+
+def test_the_memory_estimate_counts_every_local_rank_and_names_the_numbers():
+    from parlab.parallel.model import TinyGPT
+    from parlab.train_checks import check_fits
+
+    n_params = sum(p.numel() for p in TinyGPT(CFG).parameters())
+    need = check_fits(CFG, PLAN, PLAN.world, available=1 << 40)
+    assert need >= 16 * n_params  # fp32 weights, gradients and AdamW's two moments, at least
+    with pytest.raises(ValueError, match=r"needs about 0\.0 GiB for its 4 ranks on this machine .* "
+                                         r"only 0\.0 GiB is available: refusing to start"):
+        check_fits(CFG, PLAN, PLAN.world, available=int(need) - 1)

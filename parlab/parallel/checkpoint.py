@@ -4,10 +4,12 @@ renamed, and any dp x tp x pp layout can load it (re-sharding).
 
     directory/
       step-00000004/                 complete: renamed from step-00000004.partial when done
-        COMPLETE.json                manifest: step, model shape, plan, ranks, format
+        COMPLETE.json                manifest: run id, step, model shape, plan, optimizer,
+                                     layout, each rank's SHARD.json hash; sealed by its sha256
         rank-00000/                  one DCP checkpoint per rank (.metadata, __0_0.distcp)
-        rank-00000/SHARD.json        its pieces (serial name, global offsets) and file hashes
+        rank-00000/SHARD.json        its run id, pieces (serial name, global offsets), file hashes
       step-00000006.partial/         being written, or the run died while writing: never loaded
+      LOCK                           flock'd by the run that owns the directory (checkpoint_owner)
 
 Layout-independent form (as DCP's own ``ChunkStorageMetadata``, and Megatron's
 ``dist_checkpointing``): every tensor is stored under the serial TinyGPT's name as pieces with
@@ -19,56 +21,57 @@ moments (the same pieces), the data position (steps done: ``data.batches`` is a 
 seed and position) and every rank's torch RNG state (restored on the same layout; TP needs
 dropout 0, so training draws none).
 
-Save protocol (every rank of the world): rank 0 makes ``step-N.partial``; each rank writes its
-DCP shard and ``SHARD.json`` (sizes, sha256); barrier; rank 0 writes ``COMPLETE.json`` (via a
-temporary file, fsync, rename) and renames the directory to ``step-N`` (POSIX rename is atomic);
-barrier. A run killed at any moment leaves either a complete ``step-N`` or a ``.partial`` one.
-Loading takes the highest complete step; a missing or corrupt file is a ``CheckpointError``
-naming it, a checkpoint of another model shape a ``ValueError`` naming the rule: never a silent
-start from scratch.
+Save protocol (every rank of the world, the run holding the directory's lock): rank 0 makes
+``step-N.partial``; each rank writes its DCP shard and ``SHARD.json`` (run id, sizes, sha256);
+barrier; rank 0 checks every shard is this run's, writes ``COMPLETE.json`` (with each
+SHARD.json's sha256; via a temporary file, fsync, rename) and renames the directory to
+``step-N`` (POSIX rename is atomic); barrier. A run killed at any moment leaves either a complete
+``step-N`` or a ``.partial`` one; a full disk is a ``CheckpointError`` saying ENOSPC, and the
+earlier checkpoints are untouched. Loading takes the highest complete step and reads only what
+the manifest vouches for (``checkpoint_files``): a missing, corrupt or edited file is a
+``CheckpointError`` naming it, a checkpoint of another model shape, data stream or optimizer a
+``ValueError`` naming the rule (``checkpoint_run``): never a silent start from scratch.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import re
-import shutil
 import warnings
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
+from .checkpoint_files import (
+    FORMAT,
+    MANIFEST,
+    PARTIAL,
+    SHARD,
+    CheckpointError,
+    read_manifest,
+    read_shards,
+    seal,
+    sha256,
+    shard_entries,
+    verify_checkpoint,
+    verify_files,
+    write_json,
+)
+from .checkpoint_owner import _fresh_partial, _replace_final, write_error
+from .checkpoint_run import (
+    check_compatible,
+    complete_steps,
+    latest_step,
+    refuse_overwrite,
+    run_fields,
+    step_dir,
+)
 from .stage_tp import stage_of
 from .tensor import shard_strided
 
-FORMAT = "parlab-3d-checkpoint/1"
-MANIFEST = "COMPLETE.json"
-SHARD = "SHARD.json"
-PARTIAL = ".partial"
-STEP = re.compile(r"^step-(\d{8})$")
-SHAPE_FIELDS = ("vocab_size", "seq_len", "n_layer", "n_head", "hidden", "ffn_mult", "tie_embeddings")
-DATA_FIELDS = ("batch_size", "data_seed")
+__all__ = ["FORMAT", "MANIFEST", "PARTIAL", "SHARD", "CheckpointError", "check_compatible",
+           "complete_steps", "latest_step", "load", "load_latest", "read_checkpoint",
+           "refuse_overwrite", "save", "step_dir", "verify_checkpoint"]
 KINDS = ("model", "exp_avg", "exp_avg_sq")
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that is corrupt, partial or missing a file (the message names the file)."""
-
-
-def step_dir(directory: str | os.PathLike, step: int) -> Path:
-    return Path(directory) / f"step-{step:08d}"
-
-
-def complete_steps(directory: str | os.PathLike) -> list[int]:
-    """Steps with a complete (renamed) checkpoint in ``directory``, ascending; partial ones
-    (``step-N.partial``) are not listed."""
-    d = Path(directory)
-    if not d.is_dir():
-        return []
-    return sorted(int(m.group(1)) for p in d.iterdir() if p.is_dir() and (m := STEP.match(p.name)))
 
 
 # ---------------------------------------------------------------------------- pieces
@@ -105,37 +108,7 @@ def writes(trainer, name: str, p: torch.nn.Parameter) -> bool:
     return getattr(p, "partition_dim", None) is not None or pg.tp_rank == 0
 
 
-
-
 # ---------------------------------------------------------------------------- files
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _write_json(path: Path, obj: dict) -> None:
-    """Write ``obj`` to ``path`` through a temporary file, fsync'd, then renamed."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise CheckpointError(f"checkpoint file {path} is missing (a partial or damaged "
-                              f"checkpoint): cannot resume from it") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CheckpointError(f"checkpoint file {path} is corrupt (not valid JSON: {err})") from None
-
-
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -153,22 +126,26 @@ def _dcp():
 
 
 # ---------------------------------------------------------------------------- save
-def save(trainer, directory: str | os.PathLike, fault=None) -> Path:
-    """Collective (every rank of ``trainer.comm``): checkpoint the trainer at its current step.
-    Returns the complete checkpoint's directory."""
-    comm, step = trainer.comm, trainer.step
+def optimizer_settings() -> dict:
+    from .train import BETAS, EPS
+
+    return {"betas": list(BETAS), "eps": EPS, "weight_decay": 0.0}
+
+
+def save(trainer, directory: str | os.PathLike, run: str, fault=None) -> Path:
+    """Collective (every rank of ``trainer.comm``): checkpoint the trainer at its current step
+    for run ``run`` (the directory's owner: ``checkpoint_run.claim``). Returns the complete
+    checkpoint's directory."""
+    comm, step, plan = trainer.comm, trainer.step, trainer.plan
     final = step_dir(directory, step)
     partial = final.with_name(final.name + PARTIAL)
     if comm.rank == 0:
         Path(directory).mkdir(parents=True, exist_ok=True)
-        if partial.exists():  # left by a run that died while writing it
-            shutil.rmtree(partial)
-        partial.mkdir()
+        _fresh_partial(partial)
     comm.barrier()
     mine = partial / f"rank-{comm.rank:05d}"
-    mine.mkdir()
     state, table = {}, []
-    tp_rank, tp = trainer.pg.tp_rank, trainer.plan.tp
+    tp_rank, tp = trainer.pg.tp_rank, plan.tp
     moments = trainer.moments()  # (collective with ZeRO-1)
     for name, p in trainer.params.items():
         if not writes(trainer, name, p):
@@ -180,23 +157,29 @@ def save(trainer, directory: str | os.PathLike, fault=None) -> Path:
                 table.append({"key": key, "kind": kind, "name": name, "shape": full_shape(p, tp),
                               "offsets": offsets, "sizes": sizes})
     state[f"rng/{comm.rank}"] = torch.get_rng_state()
-    _dcp().save(state, storage_writer=_dcp().FileSystemWriter(str(mine)), no_dist=True)
-    files = {f.name: {"bytes": f.stat().st_size, "sha256": _sha256(f)}
-             for f in sorted(mine.iterdir()) if f.is_file()}
-    _write_json(mine / SHARD, {"rank": comm.rank, "coords": list(trainer.pg.coords),
-                               "pieces": table, "files": files})
+    try:
+        mine.mkdir()
+        _dcp().save(state, storage_writer=_dcp().FileSystemWriter(str(mine)), no_dist=True)
+        files = {f.name: {"bytes": f.stat().st_size, "sha256": sha256(f)}
+                 for f in sorted(mine.iterdir()) if f.is_file()}
+        write_json(mine / SHARD, {"rank": comm.rank, "run": run, "coords": list(trainer.pg.coords),
+                                  "pieces": table, "files": files})
+    except (OSError, RuntimeError, _dcp().api.CheckpointException) as err:
+        raise write_error(err, mine, directory) from None
     if fault is not None:
         fault.hit(step, comm.rank, "save")
     comm.barrier()
     if comm.rank == 0:
-        plan = trainer.plan
-        _write_json(partial / MANIFEST, {
-            "format": FORMAT, "step": step, "world": comm.world_size,
+        manifest = seal({
+            "format": FORMAT, "run": run, "step": step, "world": comm.world_size,
             "layout": {"dp": plan.dp, "tp": plan.tp, "pp": plan.pp, "v": plan.v},
-            "config": asdict(trainer.config), "plan": {k: getattr(plan, k) for k in DATA_FIELDS},
-            "ranks": [f"rank-{r:05d}" for r in range(comm.world_size)]})
-        if final.exists():
-            shutil.rmtree(final)
+            **run_fields(trainer.config, plan, optimizer_settings()),
+            "ranks": shard_entries(partial, comm.world_size, run)})
+        try:
+            write_json(partial / MANIFEST, manifest)
+        except OSError as err:
+            raise write_error(err, partial / MANIFEST, directory) from None
+        _replace_final(final, run)
         os.rename(partial, final)  # atomic: from here on the checkpoint is complete
         _fsync_dir(Path(directory))
     comm.barrier()
@@ -204,47 +187,22 @@ def save(trainer, directory: str | os.PathLike, fault=None) -> Path:
 
 
 # ---------------------------------------------------------------------------- load
-def check_compatible(path: Path, manifest: dict, config, plan) -> None:
-    """A checkpoint resumes the model shape and data stream it was saved from (any layout)."""
-    saved = manifest.get("config", {})
-    diff = [f for f in SHAPE_FIELDS if saved.get(f) != getattr(config, f)]
-    if diff:
-        theirs = ", ".join(f"{f}={saved.get(f)!r}" for f in diff)
-        ours = ", ".join(f"{f}={getattr(config, f)!r}" for f in diff)
-        raise ValueError(f"checkpoint {path} holds a model with {theirs} but this run builds "
-                         f"{ours}: a checkpoint resumes only the model shape it was saved from "
-                         f"(the GPTConfig fields {', '.join(SHAPE_FIELDS)} must match; the layout "
-                         f"dp x tp x pp may differ)")
-    data = manifest.get("plan", {})
-    diff = [f for f in DATA_FIELDS if data.get(f) != getattr(plan, f)]
-    if diff:
-        raise ValueError(f"checkpoint {path} was saved with " + ", ".join(
-            f"{f}={data.get(f)!r}" for f in diff) + " but this run has " + ", ".join(
-            f"{f}={getattr(plan, f)!r}" for f in diff) + ": the data position (steps done) "
-            "means the same batches only with the same global batch size and data seed")
+def read_checkpoint(path: str | os.PathLike) -> tuple[dict, list[tuple[Path, dict]]]:
+    """The checked manifest and each rank's (directory, checked SHARD.json) of a complete
+    checkpoint (``checkpoint_files``: nothing outside it, every SHARD.json's hash matches)."""
+    path = Path(path)
+    manifest = read_manifest(path)
+    return manifest, read_shards(path, manifest)
 
 
-def read_checkpoint(path: Path) -> tuple[dict, list[tuple[Path, dict]]]:
-    """The manifest and each rank's (directory, SHARD.json) of a complete checkpoint."""
-    manifest = _read_json(path / MANIFEST)
-    if manifest.get("format") != FORMAT:
-        raise CheckpointError(f"checkpoint file {path / MANIFEST} has format "
-                              f"{manifest.get('format')!r}, expected {FORMAT!r}")
-    shards = []
-    for name in manifest.get("ranks", []):
-        d = path / name
-        shards.append((d, _read_json(d / SHARD)))
-    return manifest, shards
-
-
-def _verify(d: Path, shard: dict) -> None:
-    for fname, info in shard["files"].items():
-        f = d / fname
-        if not f.is_file():
-            raise CheckpointError(f"checkpoint file {f} is missing: the checkpoint is damaged")
-        if f.stat().st_size != info["bytes"] or _sha256(f) != info["sha256"]:
-            raise CheckpointError(f"checkpoint file {f} is corrupt: its size or sha256 differs "
-                                  f"from what {d / SHARD} recorded when it was written")
+def _to_verify(shards: list[tuple[Path, dict]], sources: set[Path], rank: int, world: int,
+               same_layout: bool) -> set[Path]:
+    """The rank directories this rank hashes: those it reads (pieces; its RNG on the same
+    layout) and every world-th one from its rank on, so every shard is verified by some rank."""
+    dirs = set(sources) | {shards[i][0] for i in range(rank, len(shards), world)}
+    if same_layout and rank < len(shards):
+        dirs.add(shards[rank][0])
+    return dirs
 
 
 def load(trainer, path: str | os.PathLike) -> int:
@@ -253,7 +211,10 @@ def load(trainer, path: str | os.PathLike) -> int:
     Returns the step it resumes at. Every rank calls it."""
     path = Path(path)
     manifest, shards = read_checkpoint(path)
-    check_compatible(path, manifest, trainer.config, trainer.plan)
+    check_compatible(path, manifest, trainer.config, trainer.plan, optimizer_settings())
+    plan, rank = trainer.plan, trainer.comm.rank
+    tp_rank, tp = trainer.pg.tp_rank, plan.tp
+    same = manifest["layout"] == {"dp": plan.dp, "tp": tp, "pp": plan.pp, "v": plan.v}
     wanted = set(trainer.params)
     found: dict[tuple[str, str], list[tuple[Path, dict]]] = {}
     for d, shard in shards:
@@ -261,9 +222,10 @@ def load(trainer, path: str | os.PathLike) -> int:
             if piece["name"] in wanted:
                 found.setdefault((piece["kind"], piece["name"]), []).append((d, piece))
     dirs = sorted({d for entries in found.values() for d, _ in entries})
+    check = _to_verify(shards, set(dirs), rank, trainer.comm.world_size, same)
     for d, shard in shards:
-        if d in dirs:
-            _verify(d, shard)
+        if d in check:
+            verify_files(d, shard)
     # read every needed piece, one DCP load per source rank
     values: dict[tuple[Path, str], torch.Tensor] = {}
     dcp = _dcp()
@@ -272,10 +234,9 @@ def load(trainer, path: str | os.PathLike) -> int:
                    for src, piece in entries if src == d}
         try:
             dcp.load(request, storage_reader=dcp.FileSystemReader(str(d)), no_dist=True)
-        except Exception as err:  # DCP's own errors for a damaged file
+        except (Exception, dcp.api.CheckpointException) as err:  # DCP's errors: a damaged file
             raise CheckpointError(f"checkpoint directory {d} could not be read: {err}") from None
         values.update({(d, k): v for k, v in request.items()})
-    tp_rank, tp = trainer.pg.tp_rank, trainer.plan.tp
     moments: dict[str, dict[str, torch.Tensor]] = {}
     with torch.no_grad():
         for name, p in trainer.params.items():
@@ -303,40 +264,20 @@ def load(trainer, path: str | os.PathLike) -> int:
                     p.copy_(part)
                 else:
                     moments[name][kind] = part
-    step = int(manifest["step"])
+    step = manifest["step"]
     trainer.load_moments(moments, step)
-    same = manifest["layout"] == {"dp": trainer.plan.dp, "tp": tp, "pp": trainer.plan.pp,
-                                  "v": trainer.plan.v}
-    if same:  # the RNG of this very rank
-        rng = {f"rng/{trainer.comm.rank}": torch.get_rng_state()}
-        dcp.load(rng, storage_reader=dcp.FileSystemReader(str(path / f"rank-{trainer.comm.rank:05d}")),
-                 no_dist=True)
-        torch.set_rng_state(rng[f"rng/{trainer.comm.rank}"])
+    if same:  # the RNG of this very rank (its directory verified above)
+        key, d = f"rng/{rank}", shards[rank][0]
+        rng = {key: torch.get_rng_state()}
+        try:
+            dcp.load(rng, storage_reader=dcp.FileSystemReader(str(d)), no_dist=True)
+        except (Exception, dcp.api.CheckpointException) as err:
+            raise CheckpointError(f"checkpoint directory {d} could not be read: {err}") from None
+        torch.set_rng_state(rng[key])
     trainer.step = step
     return step
-
-
-def latest_step(directory: str | os.PathLike) -> int:
-    """The highest complete checkpoint's step in ``directory``; FileNotFoundError when there is
-    none (partial checkpoints are never taken: a ``.partial`` directory is ignored)."""
-    steps = complete_steps(directory)
-    if not steps:
-        partial = sorted(p.name for p in Path(directory).glob(f"step-*{PARTIAL}")) if Path(directory).is_dir() else []
-        extra = f" (only partial ones, never loaded: {', '.join(partial)})" if partial else ""
-        raise FileNotFoundError(f"--resume: no complete checkpoint in {directory}{extra}; "
-                                f"refusing to start from scratch")
-    return steps[-1]
 
 
 def load_latest(trainer, directory: str | os.PathLike) -> int:
     """Resume from the highest complete checkpoint in ``directory`` (``latest_step``)."""
     return load(trainer, step_dir(directory, latest_step(directory)))
-
-
-def refuse_overwrite(directory: str | os.PathLike) -> None:
-    """A fresh run (no resume) must not write over an earlier run's checkpoints."""
-    steps = complete_steps(directory)
-    if steps:
-        raise ValueError(f"checkpoint directory {directory} already holds checkpoints (latest: "
-                         f"step {steps[-1]}): pass resume (--resume) to continue from it, or use "
-                         f"an empty directory")

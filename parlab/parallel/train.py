@@ -303,6 +303,38 @@ class Trainer:
                 for dim, ops in self.pg.traffic().items()}
 
 
+def _train_loop(trainer: Trainer, report: RankReport, steps: int, checkpoint, run_id,
+                on_step, fault):
+    """train_3d's steps, from ``trainer.step`` to ``steps``; the last step's StageRun (or None)."""
+    comm, plan, config, run = trainer.comm, trainer.plan, trainer.config, None
+    data = trainer.data()
+    tokens = plan.batch_size * config.seq_len
+    while trainer.step < steps:
+        if fault is not None:
+            fault.hit(trainer.step + 1, comm.rank, "step")
+        x, y = next(data)
+        trainer.pg.reset_traffic()
+        start = time.perf_counter()
+        run, phases = trainer.train_step(x, y)
+        measured = {"memory": trainer.held(run), "traffic": trainer.sent()}
+        loss = trainer.global_loss(run)
+        t = time.perf_counter()
+        if checkpoint is not None and checkpoint.save_every and trainer.step % checkpoint.save_every == 0:
+            from .checkpoint import save
+
+            save(trainer, checkpoint.directory, run_id, fault=fault)
+            report.saved.append(trainer.step)
+        phases["checkpoint"] = time.perf_counter() - t
+        seconds = time.perf_counter() - start
+        log = StepLog(trainer.step, loss, seconds, tokens / seconds, phases)
+        report.losses.append(loss)
+        report.logs.append(log)
+        report.measured = measured
+        if on_step is not None and comm.rank == 0:
+            on_step(log)
+    return run
+
+
 def train_3d(comm, config: GPTConfig, plan: TrainPlan, steps: int,
              checkpoint: Checkpointing | None = None, on_step: Callable[[StepLog], None] | None = None,
              fault: Fault | None = None, device: str = "cpu") -> RankReport:
@@ -315,40 +347,15 @@ def train_3d(comm, config: GPTConfig, plan: TrainPlan, steps: int,
     trainer = Trainer(comm, config, plan, device)
     pg = trainer.pg
     report = RankReport(comm.rank, (pg.tp_rank, pg.dp_rank, pg.pp_rank), [], [])
-    if checkpoint is not None:
-        from .checkpoint import load_latest, refuse_overwrite
+    from .checkpoint_run import owning
 
-        if checkpoint.resume:
+    with owning(comm, checkpoint, trainer.device) as run_id:  # the directory's lock and run id
+        if checkpoint is not None and checkpoint.resume:
+            from .checkpoint import load_latest
+
             load_latest(trainer, checkpoint.directory)
             report.start_step = trainer.step
-        elif checkpoint.save_every:
-            refuse_overwrite(checkpoint.directory)
-    data = trainer.data()
-    run = None
-    tokens = plan.batch_size * config.seq_len
-    while trainer.step < steps:
-        if fault is not None:
-            fault.hit(trainer.step + 1, comm.rank, "step")
-        x, y = next(data)
-        pg.reset_traffic()
-        start = time.perf_counter()
-        run, phases = trainer.train_step(x, y)
-        measured = {"memory": trainer.held(run), "traffic": trainer.sent()}
-        loss = trainer.global_loss(run)
-        t = time.perf_counter()
-        if checkpoint is not None and checkpoint.save_every and trainer.step % checkpoint.save_every == 0:
-            from .checkpoint import save
-
-            save(trainer, checkpoint.directory, fault=fault)
-            report.saved.append(trainer.step)
-        phases["checkpoint"] = time.perf_counter() - t
-        seconds = time.perf_counter() - start
-        log = StepLog(trainer.step, loss, seconds, tokens / seconds, phases)
-        report.losses.append(loss)
-        report.logs.append(log)
-        report.measured = measured
-        if on_step is not None and comm.rank == 0:
-            on_step(log)
+        run = _train_loop(trainer, report, steps, checkpoint, run_id, on_step, fault)
     if run is not None:
         report.predicted = predict(config, plan, pg.coords, comm.backend)
         report.last_run = run

@@ -131,3 +131,32 @@ def predict(config: GPTConfig, plan, coords, backend: str = "local") -> dict:
     traffic = {"tp": tp_bytes, "pp": {"p2p": float(pp_bytes)}, "dp": dp_bytes}
     traffic = {g: {op: b for op, b in ops.items() if b} for g, ops in traffic.items()}
     return {"memory": memory, "traffic": traffic}
+
+
+def rank_memory(config: GPTConfig, plan, pp_rank: int) -> float:
+    """Bytes one rank of pipeline rank ``pp_rank`` holds at its peak: its model states (as
+    ``predict``: weights, gradients, AdamW's moments) and the activations of its micro-batches in
+    flight (Korthikanti et al. 2022, Table 2, ``activation_bytes_per_layer``, x2 for fp32), with
+    the last stage's logits and their gradient (b s V / tp, fp32)."""
+    from parlab.costmodel.memory import activation_bytes_per_layer
+
+    n_params = predicted_params(config, plan.tp, plan.pp, plan.v, pp_rank)
+    states = (zero_model_states(n_params, plan.dp, 1, "fp32") if plan.zero1 and plan.dp > 1
+              else model_state_memory(n_params, "fp32", "adam"))
+    schedule, mb = plan.make_schedule(), plan.micro_batch
+    pieces = rank_pieces(config, plan.pp, plan.v, pp_rank)
+    bounds = split_layers(config.n_layer, plan.pp * plan.v)
+    layers = sum(bounds[u][1] - bounds[u][0] for u in pieces)
+    in_flight = peak_chunks_in_flight(schedule)[pp_rank]
+    per_layer = 2 * activation_bytes_per_layer(config.model_spec(), mb, plan.tp)
+    logits = 2 * mb * config.seq_len * config.vocab_size / plan.tp * FP32 if pp_rank == plan.pp - 1 else 0
+    return states.total + in_flight * per_layer * max(1, layers // max(1, len(pieces))) + logits
+
+
+def run_memory(config: GPTConfig, plan, local_ranks: int | None = None) -> float:
+    """Bytes the run's ranks on one machine hold at their peak: all ``plan.world`` ranks (the
+    default), or the ``local_ranks`` heaviest of them (a node of a torchrun job)."""
+    per_stage = [rank_memory(config, plan, p) for p in range(plan.pp)]
+    if local_ranks is None or local_ranks >= plan.world:
+        return sum(per_stage) * plan.tp * plan.dp
+    return max(per_stage) * local_ranks
