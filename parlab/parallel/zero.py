@@ -19,14 +19,15 @@ The parameters are grouped in *units* (``zero_unit``: TinyGPT's blocks, and the 
 rank issues its collectives unit by unit in one fixed order, whatever its own backward reaches
 first: stages 2-3 reduce-scatter in reverse unit order (a unit whose gradients are ready waits
 for the ones before it, as DDP's buckets do), stage 3 gathers in forward order and, in backward,
-the root then the blocks last to first; a unit a rank skips is gathered (and reduced, as zeros)
-in its turn all the same. So a block unused on some ranks only pairs with itself, never with a
-neighbour of the same size; where the ranks still disagree the collective's
-``CollectiveMismatch`` is raised again naming the unit and its parameters. Stage 3 frees a
-buffer by resizing its storage to 0 bytes and re-allocates it to gather (FSDP's
-``_free_storage``), so tensors autograd saved (views of the buffer) see the gathered values again
-in backward; the root unit is held gathered through the whole forward (its embedding runs first,
-its head last) and gathered again first in backward. Mixed precision and offload: ``offload.ShardOptimizer``. Memory: ``measure.MemoryLedger``
+the root then the blocks last to first (``zero_hooks``); a unit a rank skips is gathered (and
+reduced, as zeros) in its turn all the same. So a block unused on some ranks only pairs with
+itself, never with a neighbour of the same size; where the ranks still disagree (stage 3: a
+backward that reaches the units in another order), the collective's ``CollectiveMismatch`` is
+raised again naming the unit and its parameters. Stage 3 frees a buffer by resizing its storage
+to 0 bytes and re-allocates it to gather (FSDP's ``_free_storage``), so tensors autograd saved
+(views of the buffer) see the gathered values again in backward; the root unit is held gathered
+through the whole forward (its embedding runs first, its head last) and gathered again first in
+backward. Mixed precision and offload: ``offload.ShardOptimizer``. Memory: ``measure.MemoryLedger``
 is sampled wherever what a rank holds changes; ``engine.ledger.peak`` is the step's peak.
 
     engine = ZeroDataParallel(TinyGPT(cfg), comm, stage=2, dtype="bf16")
@@ -42,17 +43,14 @@ backed off and ``skipped_steps`` counts it; otherwise the gradients are divided 
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import torch
 from torch import nn
 
-from parlab.comm.errors import CollectiveMismatch
-
-from .data_parallel import _Done, broadcast_state, check_same_shapes, supports_async
+from .data_parallel import broadcast_state, check_same_shapes
 from .measure import MemoryLedger
 from .offload import ShardOptimizer, check_adamw
 from .precision import DynamicLossScaler
+from .zero_hooks import UnitHooks
 from .zero_unit import Unit, find_units, replace_params
 
 STAGES = (0, 1, 2, 3)
@@ -78,7 +76,7 @@ def check_zero_args(stage: object, dtype: object, offload: object) -> None:
                          f"live on the host), got stage={stage}")
 
 
-class ZeroDataParallel(nn.Module):
+class ZeroDataParallel(UnitHooks, nn.Module):
     """``module`` trained with ZeRO ``stage`` (0-3) over the data-parallel ranks of ``comm``.
 
     ``dtype``: the working weights and gradients ('fp32', or 'bf16' / 'fp16' with fp32 master
@@ -126,7 +124,7 @@ class ZeroDataParallel(nn.Module):
             unit.opt = ShardOptimizer(shard, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       offload=offload is not None, params=offload == "optimizer+params")
             if stage <= 1:  # the full gradient is kept: autograd writes into one flat buffer
-                unit.attach_grads(torch.zeros(unit.plan.padded, dtype=DTYPES[dtype]))
+                unit.new_bucket()
             self.units.append(unit)
         # the one order of the collectives on every rank: reduce blocks last to first, then the
         # root; stage 3 gathers in forward order, and in backward the root then blocks last to first
@@ -185,82 +183,6 @@ class ZeroDataParallel(nn.Module):
                 out[k] += v
         return out
 
-    @contextmanager
-    def _named(self, unit: Unit, what: str):
-        """A collective of ``unit``: ranks that disagree get an error naming it and the rule."""
-        try:
-            yield
-        except CollectiveMismatch as err:
-            raise CollectiveMismatch(
-                f"ZeRO stage {self.stage} on rank {self.comm.rank}, {what} {unit.describe()}: {err} "
-                f"(a unit used on some ranks only: ZeRO-3 gathers each unit the same way on every "
-                f"rank; run every unit on every rank, or use stage 0-2)") from err
-
-    # ---------------------------------------------------------------- stage 3: gather and free
-    def _start_gather(self, unit: Unit, asynchronous: bool) -> None:
-        if unit.gathered:
-            return
-        unit.buffer.untyped_storage().resize_(unit.nbytes)  # the full unit is held from here on
-        src = unit.opt.fetch()  # (shard,)
-        with self._named(unit, "gathering"):
-            if self.world == 1:
-                unit.gathering = _Done(src)
-            elif asynchronous and supports_async(self.comm):
-                unit.gathering = self.comm.all_gather(src, async_op=True)
-            else:
-                unit.gathering = _Done(self.comm.all_gather(src))
-        unit.gathered = True
-
-    def _ensure_gathered(self, unit: Unit) -> None:
-        self._start_gather(unit, asynchronous=False)
-        if unit.gathering is not None:
-            # into the buffer by copy (a collective's ``out`` may pin the storage: numpy's view
-            # of it makes it unresizable); .data: autograd sees no in-place write of a parameter
-            with self._named(unit, "gathering"):
-                unit.buffer.data.copy_(unit.gathering.wait())  # (padded,)
-            unit.gathering = None
-
-    def _free(self, unit: Unit) -> None:
-        self._ensure_gathered(unit)  # never free under an all-gather still writing
-        unit.buffer.untyped_storage().resize_(0)
-        unit.gathered = False
-
-    def _forward_begin(self, module, args) -> None:
-        for u in self.units:
-            u.seen = False
-
-    def _forward_end(self, module, args, output) -> None:
-        """Units this rank's forward skipped are gathered (and freed) in their turn all the same."""
-        for u in self.units:
-            if not u.seen:
-                u.seen = True
-                self._free(u)
-
-    def _forward_pre(self, i: int):
-        def hook(module, args):
-            for u in self.units[:i]:  # skipped on this rank: gathered (as elsewhere) and freed
-                if not u.seen:
-                    u.seen = True
-                    self._free(u)
-            self.units[i].seen = True
-            self._ensure_gathered(self.units[i])
-            if self.prefetch and i + 1 < len(self.units):
-                self._start_gather(self.units[i + 1], asynchronous=True)
-            self.ledger.sample(("forward", i))
-        return hook
-
-    def _forward_post(self, i: int):
-        """After the unit's forward: a hook on its output's gradient (the moment its backward
-        begins, as FSDP2 hooks its outputs), and stage 3 frees the unit. The root unit (the
-        whole model's forward) is freed only at the end of forward, as its embedding and head
-        run first and last; backward gathers it again first, so every unit is gathered twice."""
-        def hook(module, args, output):
-            if isinstance(output, torch.Tensor) and output.requires_grad:
-                output.register_hook(lambda grad: self._backward_pre(i))
-            if self.stage == 3:
-                self._free(self.units[i])
-        return hook
-
     # ---------------------------------------------------------------- backward
     def _begin_backward(self) -> None:
         if self._in_backward:
@@ -275,33 +197,6 @@ class ZeroDataParallel(nn.Module):
             u.pending = len(u.params)
             u.seen = False
         torch.autograd.Variable._execution_engine.queue_callback(self._finish_backward)
-
-    def _visit(self, unit: Unit) -> None:
-        """Stage 3 in backward: the unit gathered again, its gradient bucket allocated."""
-        unit.seen = True
-        self._ensure_gathered(unit)
-        if unit.grad_bucket is None:
-            unit.attach_grads(torch.zeros(unit.plan.padded, dtype=DTYPES[self.dtype]))
-
-    def _backward_pre(self, i: int) -> None:
-        """Before unit ``i``'s backward: stage 3 gathers it again (first the units before it in
-        the gather order that this rank's backward skipped) and prefetches the next one; its
-        gradient bucket is allocated."""
-        self._begin_backward()
-        unit = self.units[i]
-        if self.stage == 3 and not unit.seen:
-            order = self._gather_order
-            at = order.index(i)
-            for j in order[:at + 1]:
-                if not self.units[j].seen:
-                    self._visit(self.units[j])
-            if self.prefetch and at + 1 < len(order):
-                self._start_gather(self.units[order[at + 1]], asynchronous=True)
-        elif self.stage == 3:
-            self._ensure_gathered(unit)
-        if unit.grad_bucket is None:
-            unit.attach_grads(torch.zeros(unit.plan.padded, dtype=DTYPES[self.dtype]))
-        self.ledger.sample(("backward", i))
 
     def _grad_ready(self, unit: Unit):
         def hook(param: torch.Tensor) -> None:
@@ -326,7 +221,7 @@ class ZeroDataParallel(nn.Module):
     def _reduce_scatter(self, unit: Unit) -> None:
         """Stage 2-3: the unit's summed gradient shard to its owner; the full gradient freed."""
         if unit.grad_bucket is None:  # no gradient reached this unit: it contributes zeros
-            unit.attach_grads(torch.zeros(unit.plan.padded, dtype=DTYPES[self.dtype]))
+            unit.new_bucket()
         self.ledger.sample(("reduce", self.units.index(unit)))
         bucket = unit.grad_bucket
         with self._named(unit, "reducing the gradients of"):

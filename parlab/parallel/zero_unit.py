@@ -55,6 +55,10 @@ class Unit:
             offset += n
         return out
 
+    def new_bucket(self) -> None:
+        """A zeroed (padded,) gradient bucket in the working dtype, attached."""
+        self.attach_grads(torch.zeros(self.plan.padded, dtype=self.buffer.dtype))
+
     def attach_grads(self, bucket: torch.Tensor) -> None:
         """Autograd accumulates into views of ``bucket`` (DDP's gradient_as_bucket_view)."""
         self.grad_bucket = bucket
