@@ -121,6 +121,27 @@ def _ddp_checks(comm) -> dict:
         out["mismatch"] = None
     except ValueError as e:
         out["mismatch"] = str(e)
+    out.update(_requires_grad_checks(comm))
+    return out
+
+
+def _requires_grad_checks(comm) -> dict:
+    """requires_grad differing across ranks at construction, and changed after it."""
+    out = {}
+    model = nn.Linear(2, 2)
+    model.bias.requires_grad_(comm.rank != 1)
+    try:
+        DistributedDataParallel(model, comm)
+        out["frozen_on_one"] = None
+    except ValueError as e:
+        out["frozen_on_one"] = str(e)
+    ddp = DistributedDataParallel(nn.Linear(2, 2), comm)
+    ddp.module.weight.requires_grad_(False)
+    try:
+        ddp(torch.ones(1, 2))
+        out["frozen_later"] = None
+    except RuntimeError as e:
+        out["frozen_later"] = str(e)
     return out
 
 
@@ -146,7 +167,8 @@ def _torch_checks(comm) -> dict:
             _sgd(model.parameters())
     serial = _serial(K)
     a, b, s = (list(m.parameters()) for m in (ours.module, theirs.module, serial))
-    return {"vs_torch": all(_close(p, q) for p, q in zip(a, b, strict=True)),
+    return {**_requires_grad_checks(comm),
+            "vs_torch": all(_close(p, q) for p, q in zip(a, b, strict=True)),
             "vs_serial": all(_close(p, q) for p, q in zip(a, s, strict=True)),
             "max_err_torch": max(float((p - q).detach().abs().max()) for p, q in zip(a, b, strict=True))}
 
@@ -186,6 +208,13 @@ def test_bucket_cap_must_be_positive(cap):
         DistributedDataParallel(nn.Linear(2, 2), None, bucket_cap_mb=cap)
     with pytest.raises(ValueError, match="cap_bytes must be a positive integer"):
         bucket_plan([1], int(cap))
+
+
+def test_bucket_cap_must_be_finite():
+    with pytest.raises(ValueError, match="bucket_cap_mb must be finite .*got inf"):
+        cap_bytes(float("inf"))
+    with pytest.raises(ValueError, match="bucket_cap_mb must be finite"):  # before any communication
+        DistributedDataParallel(nn.Linear(2, 2), None, bucket_cap_mb=float("inf"))
 
 
 def test_bucket_cap_must_be_a_number():
@@ -228,6 +257,20 @@ def test_module_differing_across_ranks_is_named():
         assert r["mismatch"] is not None
         assert "rank 0 has parameter wte.weight of shape (32, 64)" in r["mismatch"]
         assert "rank 1 has parameter wte.weight of shape (32, 32)" in r["mismatch"]
+
+
+def _requires_grad_named(r: dict) -> None:
+    assert r["frozen_on_one"] == (
+        "DistributedDataParallel: parameter bias has requires_grad=True on rank 0 but "
+        "requires_grad=False on rank 1; every rank must train the same parameters (freeze them "
+        "on every rank, before wrapping)")
+    assert r["frozen_later"].startswith("DistributedDataParallel: parameter weight has "
+                                        "requires_grad=False now but True when it was wrapped")
+
+
+def test_requires_grad_differing_across_ranks_is_named():
+    for r in _local(4) + _torch():
+        _requires_grad_named(r)
 
 
 # ---------------------------------------------------------------------------- torch, gloo

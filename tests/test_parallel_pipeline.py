@@ -176,6 +176,27 @@ def test_bad_input_names_the_rule():
         check_run(comm, "1f1b", CFG, x)
 
 
+def test_a_bad_batch_is_named_before_any_rank_sends():
+    x, y = batch()
+    comm = SimpleNamespace(world_size=2, rank=0)  # no send/recv: the checks come first
+    sched = gpipe(2, 2)
+    with pytest.raises(ValueError, match=r"the batch size \(0\) must be a multiple of m=2 .*at least m"):
+        pipeline_step(comm, sched, CFG, x[:0], y[:0])  # empty: no loss to average, not NaN
+    with pytest.raises(TypeError, match="token ids x must be an integer tensor, got torch.float32"):
+        pipeline_step(comm, sched, CFG, x.float(), y)
+    with pytest.raises(TypeError, match="targets y must be an integer tensor, got torch.float32"):
+        pipeline_step(comm, sched, CFG, x, y.float())
+    with pytest.raises(ValueError, match=r"the targets y \(24, 8\) must have the shape of the tokens x \(24, 16\)"):
+        pipeline_step(comm, sched, CFG, x, y[:, :8])
+    with pytest.raises(ValueError, match=r"targets y must be \(batch, sequence\), got shape \(384,\)"):
+        pipeline_step(comm, sched, CFG, x, y.reshape(-1))
+    with pytest.raises(IndexError, match=rf"token ids x: id {CFG.vocab_size} is out of range"):
+        pipeline_step(comm, sched, CFG, x.clamp(max=0) + CFG.vocab_size, y)
+    ids = torch.zeros(8, 17, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"the sequence length \(17\) must be in 1..seq_len=16"):
+        pipeline_step(comm, sched, CFG, ids, ids)
+
+
 def test_split_layers_is_even_and_covers_every_layer():
     for n in range(1, 13):
         for k in range(1, n + 1):

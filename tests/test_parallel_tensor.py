@@ -374,3 +374,38 @@ def test_a_non_communicator_is_a_type_error():
 
     with pytest.raises(TypeError, match="comm must be a parlab communicator"):
         T.ColumnParallelLinear(4, 4, comm=object())
+
+
+def _fake_comm(world_size: int = 2, rank: int = 0):
+    """A communicator stand-in for checks that raise before any communication."""
+    from types import SimpleNamespace
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the check must raise before any communication")
+
+    return SimpleNamespace(rank=rank, world_size=world_size, all_reduce=refuse, all_gather=refuse)
+
+
+@pytest.mark.parametrize("stride", [0, -3, 1.5, True])
+def test_column_parallel_stride_must_be_a_positive_integer(stride):
+    from parlab.parallel import tensor as T
+
+    with pytest.raises(ValueError, match=rf"stride must be an integer >= 1 .*got {stride!r}"):
+        T.ColumnParallelLinear(4, 6, _fake_comm(), stride=stride)
+
+
+@pytest.mark.parametrize("bad", [8, 100, -1])
+def test_vocab_parallel_embedding_refuses_ids_outside_the_vocabulary_like_nn_embedding(bad):
+    import torch
+
+    from parlab.parallel import tensor as T
+
+    idx = torch.tensor([[1, bad, 2]])
+    with pytest.raises(IndexError):
+        torch.nn.Embedding(8, 4)(idx)
+    for rank in (0, 1):  # every rank raises, whether or not it owns the id's rows
+        emb = T.VocabParallelEmbedding(8, 4, _fake_comm(2, rank))
+        with pytest.raises(IndexError, match=rf"id {bad} is out of range: ids must be in \[0, 8\)"):
+            emb(idx)
+    with pytest.raises(TypeError, match="token ids must be an integer tensor, got torch.float32"):
+        emb(idx.float())

@@ -14,16 +14,22 @@ working weights, fp32 master + Adam): stages 1-3 give the same bits, offload giv
 no offload, and all stay within BF16_ATOL of fp32 serial training (bf16 keeps 8 significant bits).
 
 One warm 4-rank World per backend runs every check (split into dp groups 3 + 1, 2 + 2, then 4)
-and returns numbers; the tests read them.
+and returns numbers; the tests read them. The same worlds run the edge cases on a small model of
+four equal blocks (``_Blocks``): each rank skipping a different block (every stage equals stage
+0 within ATOL), an fp16 gradient that overflows on one rank (the step is skipped on every rank,
+the loss scale halves, the master weights stay bit for bit), a frozen parameter, a step before
+any backward, and a meta tensor handed to the communicator.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 
 import cloudpickle
 import pytest
 import torch
+from torch import nn
 
 from parlab.parallel.zero import ZeroDataParallel, check_zero_args
 from parlab.parallel.zero_shard import shard_plan
@@ -95,7 +101,7 @@ def _checks(comm, serial: list[torch.Tensor]) -> dict:
     out["groups"].append(_group_checks(pair, serial, local and comm.rank >= 2))
     out["groups"].append(_group_checks(comm, serial, False))
     if local:
-        from parlab.parallel.zero import zero_memory_rows, zero_traffic_rows
+        from parlab.parallel.zero_measure import zero_memory_rows, zero_traffic_rows
 
         out["traffic"] = zero_traffic_rows(comm)
         out["memory"] = {s: zero_memory_rows(comm, s, dtype="bf16") for s in (0, 1, 2, 3)}
@@ -147,6 +153,134 @@ def _torch_checks(comm) -> dict:
     fsdp_full = [p.full_tensor() for p in fsdp.parameters()]
     return {"zero1_vs_zro": _err(_zero(comm, 1)[1], list(ddp.module.parameters())),
             "zero3_vs_fsdp": _err(_zero(comm, 3)[1], fsdp_full), "fsdp_param_type": sharded}
+
+
+class _Blocks(nn.Module):
+    """Four equal residual blocks and a head; ``skip``: the block this replica leaves out."""
+
+    def __init__(self, skip: int | None = None, frozen: bool = False):
+        super().__init__()
+        torch.manual_seed(0)
+        self.blocks = nn.ModuleList(nn.Linear(4, 4) for _ in range(4))
+        self.head = nn.Linear(4, 1)
+        self.head.bias.requires_grad_(not frozen)
+        self.skip = skip
+
+    def forward(self, x):
+        for i, block in enumerate(self.blocks):
+            if i != self.skip:
+                x = x + torch.tanh(block(x))  # (n, 4)
+        return self.head(x).pow(2).mean()
+
+
+def _error(call) -> str | None:
+    try:
+        call()
+    except (RuntimeError, TypeError, ValueError) as err:
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+def _skipping(comm, stage: int) -> list[torch.Tensor]:
+    """One step of ZeRO ``stage`` with rank r leaving block r out: the full parameters after it."""
+    x = torch.arange(8.0).reshape(2, 4) / 8 + comm.rank  # (2, 4) this rank's batch
+    engine = ZeroDataParallel(_Blocks(skip=comm.rank), comm, stage, lr=LR)
+    engine(x).backward()
+    engine.step()
+    return engine.full_parameters()
+
+
+def _edge_cases(comm) -> dict:
+    """Every edge case of one rank (4 ranks): see the module's docstring."""
+    x = torch.arange(8.0).reshape(2, 4) / 8 + comm.rank  # (2, 4) this rank's batch
+    out = {"skip": {}, "fp16": {}}
+    for stage in (0, 1, 2, 3):
+        if stage < 3:
+            out["skip"][stage] = _skipping(comm, stage)
+        engine = ZeroDataParallel(_Blocks(), comm, stage, dtype="fp16", lr=LR)
+        start, scale = engine.full_parameters(), engine.scaler.scale_value
+        engine((x * (1e4 if comm.rank == 1 else 1.0)).half()).backward()  # rank 1 overflows
+        engine.step()
+        skipped = engine.full_parameters()
+        engine(x.half()).backward()
+        engine.step()
+        after = engine.full_parameters()
+        out["fp16"][stage] = {"skipped": engine.skipped_steps, "scales": (scale, engine.scaler.scale_value),
+                              "kept": _err(start, skipped), "moved": _err(start, after),
+                              "finite": all(bool(torch.isfinite(p).all()) for p in after)}
+    frozen = ZeroDataParallel(_Blocks(frozen=True), comm, 1, lr=LR)
+    frozen(x).backward()
+    frozen.step()
+    full = frozen.full_parameters()
+    out["frozen"] = (len(full), _err(full[-1:], [_Blocks().head.bias]))
+    out["early_step"] = _error(ZeroDataParallel(_Blocks(), comm, 0).step)
+    meta = torch.empty(4, device="meta")
+    out["meta"] = [_error(lambda: comm.all_reduce(meta)),
+                   _error(lambda: comm.all_reduce(meta, async_op=True).wait())]
+    return out
+
+
+@pytest.fixture(scope="module")
+def edge(world4):
+    return world4.backend, world4.run(_edge_cases)
+
+
+def test_ranks_skipping_different_equal_blocks_give_stage_0s_update(edge):
+    _, ranks = edge
+    for r in ranks:
+        for stage in (1, 2):  # stage 2 reduce-scatters in one order, not as each backward goes
+            assert _err(r["skip"][stage], r["skip"][0]) < ATOL, stage
+    assert _err(ranks[0]["skip"][0], ranks[3]["skip"][0]) == 0.0  # the replicas agree
+
+
+def test_stage_3_with_ranks_skipping_blocks_gives_stage_0s_update_or_names_the_unit(world4, edge):
+    try:
+        ranks = world4.run(_skipping, 3)
+    except Exception as err:  # noqa: BLE001 - what the run raised, read below
+        assert re.search(r"ZeRO stage 3 on rank \d, .* unit blocks\.\d \(blocks\.\d\.weight, \.\.\.\)",
+                         str(err)), str(err)
+        return
+    for r, e in zip(ranks, edge[1], strict=True):
+        assert _err(r, e["skip"][0]) < ATOL
+
+
+def test_fp16_overflow_skips_the_step_on_every_rank_and_backs_off(edge):
+    _, ranks = edge
+    for r in ranks:
+        for stage, f in r["fp16"].items():
+            assert f["skipped"] == 1, stage
+            assert f["scales"] == (2.0**15, 2.0**14), stage  # halved once (backoff_factor 0.5)
+            assert f["kept"] == 0.0, stage                   # the overflowing step changed nothing
+            assert f["finite"] and f["moved"] > 0, stage     # the next step trained
+
+
+def test_frozen_parameter_and_early_step(edge):
+    _, ranks = edge
+    for r in ranks:
+        assert r["frozen"] == (10, 0.0)  # 4 x (weight, bias), the head's weight and its frozen bias
+        assert "step() before backward()" in r["early_step"]
+
+
+def test_meta_tensors_are_refused_by_both_backends(edge):
+    backend, ranks = edge
+    for r in ranks:
+        for message in r["meta"]:
+            assert message is not None and message.startswith("TypeError"), (backend, message)
+            assert "meta" in message
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"betas": (1.5, 0.9)}, r"AdamW betas\[0\] must be in \[0, 1\).* got 1.5"),
+    ({"betas": (0.9, 1.0)}, r"AdamW betas\[1\] must be in \[0, 1\).* got 1.0"),
+    ({"eps": -1e-8}, r"AdamW eps must be >= 0.* got -1e-08"),
+    ({"weight_decay": -0.1}, r"AdamW weight_decay must be >= 0, got -0.1"),
+    ({"lr": -1.0}, r"AdamW lr must be > 0, got -1.0"),
+])
+def test_adamw_refuses_what_torch_refuses(kwargs, message):
+    with pytest.raises(ValueError):
+        torch.optim.AdamW([nn.Parameter(torch.zeros(1))], **kwargs)
+    with pytest.raises(ValueError, match=message):  # before any communication
+        ZeroDataParallel(nn.Linear(2, 2), None, 1, **kwargs)
 
 
 _RESULTS: dict[str, list[dict]] = {}

@@ -146,6 +146,14 @@ def _raw(t):
     return t.reshape(-1).view(torch.uint8)
 
 
+def _no_meta(x: object, op: str) -> None:
+    """A meta tensor has a shape but no data: refused before anything is sent (the local backend
+    refuses it too, as a tensor not in host memory)."""
+    if A.is_torch(x) and x.device.type == "meta":
+        raise TypeError(f"{op}: the torch backend moves tensors with data, got a tensor on the meta "
+                        f"device (shape {tuple(x.shape)}, no storage); materialise it first")
+
+
 def _first_line(err: BaseException) -> str:
     return (str(err).strip().splitlines() or [""])[0][:200]
 
@@ -248,8 +256,19 @@ class TorchCommunicator(Communicator):
     def _where(self, peer: int) -> dict:
         return {"group": self._group, "group_dst": peer}
 
+    # ------------------------------------------------------------------ meta tensors refused
+    def _collective(self, op: str, x: A.Array, *args, out: A.Array | None = None, **kwargs) -> A.Array:
+        _no_meta(x, op)
+        _no_meta(out, op)
+        return super()._collective(op, x, *args, out=out, **kwargs)
+
+    def _submit(self, op: str, call, x: A.Array | None, **kwargs):
+        _no_meta(x, op)
+        return super()._submit(op, call, x, **kwargs)
+
     # ------------------------------------------------------------------ point-to-point
     def _send(self, x: A.Array, dst: int, header: Header) -> None:
+        _no_meta(x, "send")
         torch, dist = self._torch, self._dist
         head = torch.tensor(header.encode(), dtype=torch.int64, device=self._device)
         payload = None

@@ -87,7 +87,8 @@ __all__ = [
 from .measure import MemoryLedger, held_bytes  # noqa: E402
 from .offload import ShardOptimizer  # noqa: E402
 from .train import RankReport, TrainPlan, train_3d  # noqa: E402  (3D trainer; checkpoint.py)
-from .zero import ZeroDataParallel, zero_memory_rows, zero_traffic_rows  # noqa: E402
+from .zero import ZeroDataParallel  # noqa: E402
+from .zero_measure import zero_memory_rows, zero_traffic_rows  # noqa: E402
 from .zero_shard import ShardPlan, shard_plan  # noqa: E402
 
 __all__ += ["RankReport", "TrainPlan", "train_3d"]

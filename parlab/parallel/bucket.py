@@ -15,6 +15,7 @@ tensor), exactly as ``torch.distributed``'s ``compute_bucket_assignment_by_size`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 MB = 1024 * 1024  # torch's bucket_cap_mb counts MiB
@@ -27,6 +28,9 @@ def cap_bytes(bucket_cap_mb: float) -> int:
     if not bucket_cap_mb > 0:
         raise ValueError(f"bucket_cap_mb must be > 0 (the size in MiB at which a bucket's "
                          f"all-reduce starts), got {bucket_cap_mb!r}")
+    if math.isinf(bucket_cap_mb):
+        raise ValueError(f"bucket_cap_mb must be finite (MiB), got {bucket_cap_mb!r}; for one "
+                         f"bucket holding every gradient give a cap above the model's size")
     return max(1, int(bucket_cap_mb * MB))
 
 

@@ -86,35 +86,41 @@ def allreduce_gradients(module: nn.Module, comm) -> int:
 
 
 # ---------------------------------------------------------------------------- construction
-def _describe(module: nn.Module) -> list[tuple[str, tuple[int, ...], str]]:
-    """(name, shape, dtype) of every parameter then every buffer, in a fixed order."""
-    items = [(f"parameter {n}", tuple(p.shape), str(p.dtype)) for n, p in module.named_parameters()]
-    items += [(f"buffer {n}", tuple(b.shape), str(b.dtype)) for n, b in module.named_buffers()]
+def _describe(module: nn.Module) -> list[tuple[str, tuple[int, ...], str, bool]]:
+    """(name, shape, dtype, requires_grad) of every parameter then every buffer, in a fixed order."""
+    items = [(f"parameter {n}", tuple(p.shape), str(p.dtype), p.requires_grad)
+             for n, p in module.named_parameters()]
+    items += [(f"buffer {n}", tuple(b.shape), str(b.dtype), False) for n, b in module.named_buffers()]
     return items
 
 
-def check_same_shapes(module: nn.Module, comm) -> None:
-    """Every rank must hold the same parameters and buffers (names, shapes, dtypes); each rank
-    gathers everyone's list, so all ranks raise the same ValueError naming the first
-    difference (instead of hanging in a mismatched broadcast)."""
+def check_same_shapes(module: nn.Module, comm, who: str = "DistributedDataParallel") -> None:
+    """Every rank must hold the same parameters and buffers (names, shapes, dtypes, and which
+    parameters train: ``requires_grad``); each rank gathers everyone's list, so all ranks raise
+    the same ValueError naming the first difference (instead of hanging in a mismatched
+    broadcast, or pairing the wrong gradients later)."""
     mine = json.dumps(_describe(module)).encode()
     lengths = comm.all_gather(np.array([len(mine)], np.int64))
     longest = int(lengths.max())
     padded = np.zeros(longest, np.uint8)
     padded[:len(mine)] = np.frombuffer(mine, np.uint8)
     every = comm.all_gather(padded).reshape(comm.world_size, longest)
-    lists = [[(n, tuple(s), d) for n, s, d in json.loads(bytes(every[r, :int(lengths[r])]))]
+    lists = [[(n, tuple(s), d, g) for n, s, d, g in json.loads(bytes(every[r, :int(lengths[r])]))]
              for r in range(comm.world_size)]
     want = lists[0]
     for r, got in enumerate(lists[1:], start=1):
         for a, b in zip(want, got, strict=False):
-            if a != b:
-                raise ValueError(f"DistributedDataParallel: the module differs across ranks: rank 0 "
+            if a[:3] != b[:3]:
+                raise ValueError(f"{who}: the module differs across ranks: rank 0 "
                                  f"has {a[0]} of shape {a[1]} ({a[2]}), rank {r} has {b[0]} of shape "
                                  f"{b[1]} ({b[2]}); every rank must build the same model")
+            if a[3] != b[3]:
+                raise ValueError(f"{who}: {a[0]} has requires_grad={a[3]} on rank 0 but "
+                                 f"requires_grad={b[3]} on rank {r}; every rank must train the same "
+                                 f"parameters (freeze them on every rank, before wrapping)")
         if len(want) != len(got):
             extra = (want if len(want) > len(got) else got)[min(len(want), len(got))]
-            raise ValueError(f"DistributedDataParallel: the module differs across ranks: rank 0 has "
+            raise ValueError(f"{who}: the module differs across ranks: rank 0 has "
                              f"{len(want)} parameters and buffers, rank {r} has {len(got)} "
                              f"(first unmatched: {extra[0]}); every rank must build the same model")
 
@@ -163,6 +169,7 @@ class DistributedDataParallel(nn.Module):
         check_same_shapes(module, comm)
         broadcast_state(module, comm)
         self._params = [p for p in module.parameters() if p.requires_grad]
+        self._trainable = [(n, p, p.requires_grad) for n, p in module.named_parameters()]
         sizes = [p.numel() * p.element_size() for p in self._params]
         self.plan = bucket_plan(sizes, self.cap_bytes, [str(p.dtype) for p in self._params])
         self.bucket_bytes = bucket_bytes(sizes, self.plan)
@@ -173,6 +180,12 @@ class DistributedDataParallel(nn.Module):
                        for i, p in enumerate(self._params)]
 
     def forward(self, *args, **kwargs):
+        for name, p, trainable in self._trainable:
+            if p.requires_grad != trainable:
+                raise RuntimeError(f"DistributedDataParallel: parameter {name} has requires_grad="
+                                   f"{p.requires_grad} now but {trainable} when it was wrapped: the "
+                                   f"buckets are planned once, alike on every rank; set "
+                                   f"requires_grad before wrapping")
         return self.module(*args, **kwargs)
 
     @property

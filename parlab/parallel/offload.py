@@ -23,8 +23,30 @@ moved (``traffic``) and the bytes no longer held in the device ledger, not the s
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 import torch
+
+
+def check_adamw(lr: object, betas: object, eps: object, weight_decay: object) -> None:
+    """What ``torch.optim.AdamW`` refuses, refused here too: each a ValueError naming the value
+    and the rule (lr >= 0 there; 0 < lr here, as a step that cannot move is a mistake)."""
+    def real(name: str, v: object) -> float:
+        if isinstance(v, bool) or not isinstance(v, Real):
+            raise ValueError(f"AdamW {name} must be a real number, got {v!r}")
+        return float(v)
+
+    if not real("lr", lr) > 0:
+        raise ValueError(f"AdamW lr must be > 0, got {lr!r}")
+    if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+        raise ValueError(f"AdamW betas must be a pair (beta1, beta2), got {betas!r}")
+    for i, b in enumerate(betas):
+        if not 0 <= real(f"betas[{i}]", b) < 1:
+            raise ValueError(f"AdamW betas[{i}] must be in [0, 1) (a moving-average factor), got {b!r}")
+    if not real("eps", eps) >= 0:
+        raise ValueError(f"AdamW eps must be >= 0 (added to sqrt(v)), got {eps!r}")
+    if not real("weight_decay", weight_decay) >= 0:
+        raise ValueError(f"AdamW weight_decay must be >= 0, got {weight_decay!r}")
 
 
 class ShardOptimizer:
@@ -38,6 +60,7 @@ class ShardOptimizer:
 
     def __init__(self, working: torch.Tensor, *, lr: float, betas: tuple[float, float], eps: float,
                  weight_decay: float, offload: bool = False, params: bool = False):
+        check_adamw(lr, betas, eps, weight_decay)
         self.lr, (self.beta1, self.beta2), self.eps, self.weight_decay = lr, betas, eps, weight_decay
         self.offload, self.params_on_host = offload, params
         self.working = working  # (shard,)
@@ -60,9 +83,10 @@ class ShardOptimizer:
         return [] if self.offload else [self.master, self.exp_avg, self.exp_avg_sq]
 
     @torch.no_grad()
-    def step(self, grad: torch.Tensor, divide_by: int = 1) -> None:
+    def step(self, grad: torch.Tensor, divide_by: float = 1) -> None:
         """One update of the shard from ``grad / divide_by`` (1-D: the summed gradient shard in
-        the working dtype, divided in fp32 by the number of ranks that summed it)."""
+        the working dtype, divided in fp32 by the number of ranks that summed it, times the
+        loss scale if there is one)."""
         if self.offload:  # device -> host: the 16-bit gradient shard
             self.traffic["device_to_host"] += grad.numel() * grad.element_size()
         g = grad.to(torch.float32) / divide_by  # (shard,) fp32, the transient copy of the update

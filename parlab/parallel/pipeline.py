@@ -46,6 +46,7 @@ from parlab.schedules import Op, Schedule, Timeline, validate
 from .measure import PhaseClock, SavedActivations, align
 from .model import GPTConfig
 from .pipeline_stage import build_chunks, owned_params, sync_tied_grads
+from .tensor import check_ids
 
 
 @dataclass
@@ -63,8 +64,11 @@ class StageRun:
     messages: dict[int, int] = field(default_factory=dict)  # peer rank -> messages sent
 
 
-def check_run(comm, schedule: Schedule, config: GPTConfig, x: torch.Tensor) -> None:
-    """The rules of a pipelined step, as ValueErrors naming the rule broken."""
+def check_run(comm, schedule: Schedule, config: GPTConfig, x: torch.Tensor,
+              y: torch.Tensor | None = None) -> None:
+    """The rules of a pipelined step, as errors naming the rule broken (checked on every rank
+    before it sends anything): the schedule, and the batch: token ids ``x`` (b, s) and targets
+    ``y`` of the same shape, integers in [0, vocab_size), b a multiple of m and at least m."""
     if not isinstance(schedule, Schedule):
         raise TypeError(f"schedule must be a parlab.schedules.Schedule, got {type(schedule).__name__}")
     validate(schedule)
@@ -79,9 +83,23 @@ def check_run(comm, schedule: Schedule, config: GPTConfig, x: torch.Tensor) -> N
     if config.n_layer < schedule.p * schedule.v:
         raise ValueError(f"more pipeline pieces than layers: p x v = {schedule.p} x {schedule.v} "
                          f"for n_layer={config.n_layer} (each virtual stage needs a layer)")
-    if x.dim() != 2 or x.shape[0] % schedule.m:
-        raise ValueError(f"the batch size ({x.shape[0] if x.dim() else x}) must be a multiple of "
-                         f"m={schedule.m} micro-batches (equal micro-batches)")
+    for name, t in (("token ids x", x), ("targets y", y)):
+        if t is None:
+            continue
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ValueError(f"{name} must be (batch, sequence), got shape {tuple(t.shape)}")
+        check_ids(t, config.vocab_size, name)
+    if y is not None and y.shape != x.shape:
+        raise ValueError(f"the targets y {tuple(y.shape)} must have the shape of the tokens x "
+                         f"{tuple(x.shape)}: one next token per position")
+    b, s = x.shape
+    if b < schedule.m or b % schedule.m:
+        raise ValueError(f"the batch size ({b}) must be a multiple of m={schedule.m} micro-batches, "
+                         f"and at least m (equal micro-batches, none empty)")
+    if not 1 <= s <= config.seq_len:
+        raise ValueError(f"the sequence length ({s}) must be in 1..seq_len={config.seq_len}")
 
 
 def send_order(schedule: Schedule, src: int, dst: int) -> list[tuple[str, int, int]]:
@@ -188,7 +206,7 @@ def pipeline_step(comm, schedule: Schedule, config: GPTConfig, x: torch.Tensor,
     """Worker function (``launch(pipeline_step, p, schedule, config, x, y)``): build the model
     from ``config``'s seed, run one step of ``schedule`` on the batch (x, y), sum the tied
     embedding's gradient; returns this rank's ``StageRun`` with the gradients of its parameters."""
-    check_run(comm, schedule, config, x)
+    check_run(comm, schedule, config, x, y)
     model, chunks = build_chunks(config, schedule.p, schedule.v, comm.rank)
     run = run_schedule(comm, schedule, model, chunks, x, y)
     sync_tied_grads(comm, model, schedule.p)
@@ -207,7 +225,7 @@ def train_pipeline(comm, schedule: Schedule, config: GPTConfig, batches: Iterabl
     params = list(owned_params(model, chunks).values())
     losses, run = [], None
     for _, (x, y) in zip(range(steps), batches, strict=False):
-        check_run(comm, schedule, config, x)
+        check_run(comm, schedule, config, x, y)
         for prm in params:
             prm.grad = None
         run = run_schedule(comm, schedule, model, chunks, x, y)

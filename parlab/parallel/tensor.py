@@ -176,6 +176,9 @@ class ColumnParallelLinear(nn.Module):
     def __init__(self, in_features: int, out_features: int, comm, gather_output: bool = False,
                  bias: bool = True, sequence_parallel: bool = False, stride: int = 1, seed: int = 0):
         super().__init__()
+        if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
+            raise ValueError(f"stride must be an integer >= 1 (the groups side by side in the output "
+                             f"columns: 3 for fused q | k | v), got {stride!r}")
         if out_features % stride:
             raise ValueError(f"out_features={out_features} must be a multiple of stride={stride}")
         name = "out_features / stride" if stride > 1 else "out_features"
@@ -237,18 +240,31 @@ class VocabParallelEmbedding(nn.Module):
         super().__init__()
         t = check_divides(comm, num_embeddings=num_embeddings)
         self.comm, self.sequence_parallel = comm, sequence_parallel
+        self.num_embeddings = num_embeddings
         per_rank = num_embeddings // t
         self.vocab_start, self.vocab_end = comm.rank * per_rank, (comm.rank + 1) * per_rank
         full = _master_weight(num_embeddings, embedding_dim, seed)
         self.weight = _mark(nn.Parameter(shard(full, comm.rank, t, 0).clone()), 0)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        check_ids(idx, self.num_embeddings)  # on every rank, before the all-reduce
         foreign = (idx < self.vocab_start) | (idx >= self.vocab_end)  # ids another rank owns
         local = (idx - self.vocab_start).masked_fill(foreign, 0)
         part = F.embedding(local, self.weight).masked_fill(foreign.unsqueeze(-1), 0.0)  # (b, s, h)
         if self.sequence_parallel:
             return reduce_scatter_to_sequence_parallel_region(part, self.comm)  # (b, s/t, h)
         return reduce_from_tensor_model_parallel_region(part, self.comm)
+
+
+def check_ids(idx: torch.Tensor, vocab: int, what: str = "token ids") -> None:
+    """Token ids must be integers in [0, vocab), as ``nn.Embedding`` requires: IndexError naming
+    the first id out of range (no rank owns it; masked, it would embed as a zero vector)."""
+    if idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype == torch.bool:
+        raise TypeError(f"{what} must be an integer tensor, got {idx.dtype}")
+    bad = (idx < 0) | (idx >= vocab)
+    if bool(bad.any()):
+        raise IndexError(f"{what}: id {int(idx[bad][0])} is out of range: ids must be in "
+                         f"[0, {vocab}) (the vocabulary size)")
 
 
 def shard_strided(full: torch.Tensor, rank: int, world: int, dim: int, stride: int = 1) -> torch.Tensor:
