@@ -194,6 +194,44 @@ def world4(request):
 
 
 @pytest.fixture(scope="module")
+def warm_launches(request):
+    """For a module whose tests use ``launch`` only as the way to run code on n ranks: each
+    ``launch(fn, n, ...)`` of the module (and of the exercise checkers) runs on a warm ``World``
+    of the same (n, backend, timeout, capacity), started once for the module and closed at its
+    end. A World run is a launch on warm ranks: a fresh communicator, the same errors, its ranks
+    replaced after a failure; only process start and imports (seconds with torch) are saved.
+    Tests of launch itself (start-up, Ctrl-C, leaks, timing) keep real launches.
+    Use with ``pytestmark = pytest.mark.usefixtures("warm_launches")``."""
+    import parlab.checks.comm
+    import parlab.checks.ranks
+    from parlab.comm import World
+    from parlab.comm import launch as cold_launch
+    from parlab.comm.launch import DEFAULT_CAPACITY
+
+    worlds: dict[tuple, World] = {}
+
+    def launch(fn, world_size, *args, backend="local", timeout=60.0, capacity=DEFAULT_CAPACITY,
+               stream=False):
+        if stream:
+            return cold_launch(fn, world_size, *args, backend=backend, timeout=timeout,
+                               capacity=capacity, stream=stream)
+        key = (world_size, backend, timeout, capacity, tuple(sorted(os.environ.items())))  # ranks
+        # read their environment once, at start: a test that sets a variable gets new ranks
+        if key not in worlds:
+            worlds[key] = World(world_size, backend=backend, timeout=timeout, capacity=capacity)
+        return worlds[key].run(fn, *args)
+
+    patch = pytest.MonkeyPatch()
+    for target in (request.module, parlab.checks.comm, parlab.checks.ranks):
+        if getattr(target, "launch", None) is cold_launch:
+            patch.setattr(target, "launch", launch)
+    yield
+    patch.undo()
+    for world in worlds.values():
+        world.close()
+
+
+@pytest.fixture(scope="module")
 def one_thread():
     """Two cores shared by many: keep torch to one thread for a module's tests (and restore it).
     Use with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""

@@ -14,6 +14,8 @@ from parlab.checks.comm import check_ring_all_reduce, explain_failure, scheduled
 from parlab.comm import launch
 from parlab.comm.algorithms import ring_steps
 
+pytestmark = pytest.mark.usefixtures("warm_launches")  # launch runs on warm ranks (conftest)
+
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 

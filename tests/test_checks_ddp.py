@@ -11,6 +11,8 @@ import torch
 from parlab.checks.ddp import check_bucketed_ddp, check_plan
 from parlab.parallel.bucket import bucket_plan
 
+pytestmark = pytest.mark.usefixtures("warm_launches")  # launch runs on warm ranks (conftest)
+
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 

@@ -12,6 +12,8 @@ import torch.nn.functional as F
 
 from parlab.checks.tensor import check_tensor_parallel_linear
 
+pytestmark = pytest.mark.usefixtures("warm_launches")  # launch runs on warm ranks (conftest)
+
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 

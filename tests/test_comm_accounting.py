@@ -11,6 +11,8 @@ import pytest
 from parlab.comm import algorithms, launch
 from parlab.costmodel import alphabeta
 
+pytestmark = pytest.mark.usefixtures("warm_launches")  # launch runs on warm ranks (conftest)
+
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 

@@ -15,6 +15,8 @@ from parlab.comm import algorithms, launch
 from parlab.comm import arrays as A
 from parlab.costmodel import alphabeta, trees
 
+pytestmark = pytest.mark.usefixtures("warm_launches")  # launch runs on warm ranks (conftest)
+
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 ELEMS = 120  # float64 elements per rank: divisible by 1..5 and by 2, so every block is exact

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from parlab.comm import algorithms, launch
 
+pytestmark = pytest.mark.usefixtures("warm_launches")  # launch runs on warm ranks (conftest)
+
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 SHAPES = [(), (1,), (7,), (3, 5), (2, 3, 4), (0,), (40_003,)]

@@ -10,6 +10,8 @@ import pytest
 
 from parlab.comm import RankError, launch
 
+pytestmark = pytest.mark.usefixtures("warm_launches")  # launch runs on warm ranks (conftest)
+
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 BACKENDS = ["local", "torch"]
 

@@ -42,6 +42,8 @@ from parlab.schedules import (
     pipedream,
 )
 
+pytestmark = pytest.mark.usefixtures("warm_launches")  # launch runs on warm ranks (conftest)
+
 CFG = GPTConfig(n_layer=8, hidden=32, n_head=2, seq_len=16)
 BATCH = 24
 RTOL, ATOL, LOSS_TOL = 1e-4, 1e-6, 1e-5

@@ -4,6 +4,7 @@ One launch per (backend, tp) runs every check on each rank and returns numbers; 
 read them. Equality is in float32 with atol 1e-5 (plus rtol 1e-4 for the parameters after
 three SGD steps): the TP model sums the same products in another order, so results differ
 from the serial ones by rounding only (measured: at most about 1e-7 for gradients).
+
 Traffic is counted on the local backend, the one that measures what it moves; the torch
 backend's counts are nominal, so only its number of calls and message sizes are checked.
 """
@@ -20,6 +21,8 @@ import pytest
 
 from parlab.comm import algorithms, launch
 from parlab.costmodel import DEFAULT, Plan, alphabeta, make_cluster, step_time
+
+pytestmark = pytest.mark.usefixtures("warm_launches")  # launch runs on warm ranks (conftest)
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
