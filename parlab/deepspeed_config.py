@@ -1,6 +1,7 @@
 """DeepSpeed's files, generated and explained: the ZeRO configuration (the JSON given to
 ``deepspeed --deepspeed_config``) from a parlab ``Plan`` and model, the multi-node hostfile and
-the ``.deepspeed_env`` of NCCL settings (guide 4.2, 4.3, 4.5).
+the ``.deepspeed_env`` of NCCL settings (guide 4.2, 4.3, 4.5; the last two in
+``parlab.deepspeed_launcher``, named here too).
 
 Field names and defaults are those of DeepSpeed's configuration reference
 (https://www.deepspeed.ai/docs/config-json/, "ZeRO Optimizations for FP16 Training" and "Batch
@@ -14,14 +15,13 @@ up in code, not here), so a plan with tp or pp > 1 is refused.
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import socket
-from dataclasses import dataclass
+import math
+import numbers
 from typing import Any
 
 from parlab.costmodel import ModelSpec, Plan, get_model
-from parlab.costmodel._check import instance, positive
+from parlab.costmodel._check import instance
 
 #: DeepSpeed's documented defaults for the bucket and stage-3 sizes (elements, not bytes).
 ALLGATHER_BUCKET_SIZE = 5e8
@@ -82,6 +82,7 @@ def deepspeed_config(model: str | ModelSpec, plan: Plan, *, gradient_clipping: f
     """The DeepSpeed JSON config (as a dict) for ``plan`` (data parallel, ZeRO stage ``plan.zero``,
     ``plan.micro_batch`` x ``plan.m`` micro-batches, dtype, offload) of ``model``."""
     instance("plan", plan, Plan, "Plan(dp=8, zero=2, micro_batch=4)")
+    _clipping(gradient_clipping)
     m = get_model(model)
     if plan.tp > 1 or plan.pp > 1:
         raise ValueError(f"a DeepSpeed ZeRO config describes data parallelism only: tp and pp must be 1, "
@@ -109,7 +110,7 @@ def deepspeed_config(model: str | ModelSpec, plan: Plan, *, gradient_clipping: f
         "train_batch_size": plan.micro_batch * plan.m * plan.dp,
         "train_micro_batch_size_per_gpu": plan.micro_batch,
         "gradient_accumulation_steps": plan.m,
-        "gradient_clipping": gradient_clipping,
+        "gradient_clipping": float(gradient_clipping),
     }
     if plan.dtype == "bf16":
         config["bf16"] = {"enabled": True}
@@ -119,15 +120,42 @@ def deepspeed_config(model: str | ModelSpec, plan: Plan, *, gradient_clipping: f
     return config
 
 
+def _clipping(value) -> None:
+    """DeepSpeed's ``gradient_clipping``: a finite number >= 0 (0 turns clipping off)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"gradient_clipping must be a number >= 0 (0 turns clipping off), got {value!r} "
+                        f"({type(value).__name__})")
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"gradient_clipping must be a finite number >= 0 (0 turns clipping off), got {value!r}")
+
+
+def _config(config) -> dict[str, Any]:
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a dict (what deepspeed_config returns), got {type(config).__name__}")
+    return config
+
+
+def _json(name: str, value) -> str:
+    """``value`` as standard JSON: NaN and Infinity, which Python's json writes and strict readers
+    refuse, are an error naming the field."""
+    try:
+        return json.dumps(value, allow_nan=False)
+    except ValueError:
+        raise ValueError(f"DeepSpeed config field {name!r} must be a finite number, got {value!r} "
+                         "(JSON has no NaN or Infinity)") from None
+
+
 def to_json(config: dict[str, Any]) -> str:
-    """The config as the JSON file DeepSpeed reads (two-space indent)."""
-    return json.dumps(config, indent=2)
+    """The config as the JSON file DeepSpeed reads (two-space indent); standard JSON only."""
+    for name, value in flatten(config).items():
+        _json(name, value)
+    return json.dumps(config, indent=2, allow_nan=False)
 
 
 def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """Dotted field names -> values (``{"bf16": {"enabled": True}}`` -> ``{"bf16.enabled": True}``)."""
     out: dict[str, Any] = {}
-    for key, value in config.items():
+    for key, value in _config(config).items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             out.update(flatten(value, name + "."))
@@ -143,12 +171,14 @@ def explain(config: dict[str, Any]) -> list[list[Any]]:
     for name, value in flatten(config).items():
         if name not in FIELDS:
             raise ValueError(f"no explanation for DeepSpeed config field {name!r}")
-        rows.append([name, json.dumps(value), FIELDS[name]])
+        rows.append([name, _json(name, value), FIELDS[name]])
     return rows
 
 
 def compare(model: str | ModelSpec, plans: dict[str, Plan]) -> list[list[Any]]:
     """Rows (field, value under each plan): the fields where the configs differ, for a side-by-side table."""
+    if not isinstance(plans, dict):
+        raise TypeError(f"plans must be a dict {{label: Plan}}, got {type(plans).__name__}")
     flat = {label: flatten(deepspeed_config(model, p)) for label, p in plans.items()}
     names = list(dict.fromkeys(n for f in flat.values() for n in f))
     rows = []
@@ -159,87 +189,15 @@ def compare(model: str | ModelSpec, plans: dict[str, Plan]) -> list[list[Any]]:
     return rows
 
 
-# -- the launcher's files: hostfile (guide 4.3) and .deepspeed_env (guide 4.5) -------------------
-#: NCCL environment variables of guide 4.5 -> what each does (NCCL's "Environment Variables" docs)
-NCCL_VARS: dict[str, str] = {
-    "NCCL_IB_DISABLE": "1 turns off NCCL's InfiniBand/RoCE (IB verbs) transport, so traffic between nodes "
-                       "falls back to TCP sockets: it connects where IB is absent or misconfigured, at "
-                       "socket speed (guide 4.4's bandwidth problem in another form)",
-    "NCCL_SOCKET_IFNAME": "the network interface(s) NCCL's bootstrap and socket transport use (a prefix: eth0, "
-                          "^docker excludes); without it NCCL may pick lo, docker0 or a bridge the other "
-                          "node cannot reach, and the ranks never find each other",
-    "NCCL_P2P_DISABLE": "1 turns off direct GPU-to-GPU copies inside a node (NVLink or PCIe peer-to-peer); "
-                        "data goes through host memory instead: a cure for hangs on some PCIe/virtualised "
-                        "machines, at a loss of intra-node bandwidth",
-    "NCCL_DEBUG": "INFO prints NCCL's version, the interfaces and transports it chose (NET/IB, NET/Socket, "
-                  "P2P, SHM) and its rings and trees: the first thing to read when nodes do not connect",
-}
+# the launcher's files (hostfile, .deepspeed_env) live in deepspeed_launcher; named here too
+from parlab.deepspeed_launcher import (  # noqa: E402
+    NCCL_VARS,
+    HostCheck,
+    check_hostfile,
+    deepspeed_env,
+    hostfile,
+)
 
-
-def hostfile(hosts: dict[str, int]) -> str:
-    """A DeepSpeed hostfile: one ``<host> slots=<GPUs>`` line per node (DeepSpeed "Resource
-    Configuration (multi-node)" docs). Write IP addresses: every node must resolve every name the
-    same way, and a name only one machine's /etc/hosts knows is the guide's "host not found" (4.3)."""
-    if not hosts:
-        raise ValueError("a hostfile needs at least one host")
-    lines = []
-    for host, slots in hosts.items():
-        if not isinstance(host, str) or not host.strip() or " " in host:
-            raise ValueError(f"a host must be one word (an IP address or a name), got {host!r}")
-        lines.append(f"{host} slots={positive(f'slots of {host}', slots, integer=True)}")
-    return "\n".join(lines) + "\n"
-
-
-@dataclass(frozen=True)
-class HostCheck:
-    """One hostfile entry as this machine sees it: an IP address, or a name and what it resolves to."""
-
-    host: str
-    slots: int
-    is_ip: bool
-    resolved: str | None  # the address it resolves to here; None: it does not resolve
-    error: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.resolved is not None
-
-
-def check_hostfile(text: str, resolve=None) -> list[HostCheck]:
-    """Read a hostfile and resolve each host on *this* machine (``resolve(host) -> address``,
-    default ``socket.gethostbyname``). The launcher resolves on the node it runs on, each worker on
-    its own: the check has to pass on every node, which only IP addresses guarantee."""
-    resolve = resolve or socket.gethostbyname
-    out = []
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        parts = line.split()
-        if len(parts) != 2 or not parts[1].startswith("slots="):
-            raise ValueError(f"hostfile line {number} must read '<host> slots=<n>', got {line!r}")
-        host, slots = parts[0], int(parts[1][len("slots="):])
-        try:
-            ipaddress.ip_address(host)
-            out.append(HostCheck(host, slots, True, host))
-            continue
-        except ValueError:
-            pass
-        try:
-            out.append(HostCheck(host, slots, False, resolve(host)))
-        except OSError as err:
-            out.append(HostCheck(host, slots, False, None, f"{type(err).__name__}: {err}"))
-    return out
-
-
-def deepspeed_env(variables: dict[str, str | int]) -> str:
-    """The ``.deepspeed_env`` file (``KEY=VALUE`` lines) that DeepSpeed's multi-node launcher reads
-    from the working or home directory and exports on every node it starts (guide 4.5)."""
-    lines = []
-    for key, value in variables.items():
-        if not isinstance(key, str) or not key.isidentifier() or not key.isupper():
-            raise ValueError(f"an environment variable name is an upper-case identifier, got {key!r}")
-        if "\n" in str(value) or " " in str(value):
-            raise ValueError(f"{key}'s value must be one word, got {value!r}")
-        lines.append(f"{key}={value}")
-    return "\n".join(lines) + "\n"
+__all__ = ["ALLGATHER_BUCKET_SIZE", "FIELDS", "NCCL_VARS", "STAGE3_MAX_LIVE_PARAMETERS",
+           "STAGE3_MAX_REUSE_DISTANCE", "HostCheck", "check_hostfile", "compare", "deepspeed_config",
+           "deepspeed_env", "explain", "flatten", "hostfile", "to_json"]

@@ -19,6 +19,7 @@ DP group strides by ``tp``, and a pipeline's stages are ``tp * dp`` ranks apart 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -88,15 +89,32 @@ def _span(size: int, stride: int, world: int, g: int) -> tuple[int, int]:
     if g % stride == 0 and block % g == 0:
         k = g // stride
         return k, size // k
-    worst_k, worst_nodes = size, 1  # misaligned layouts (e.g. tp=3 on 8-GPU nodes): count exactly
-    for start in range(0, world, block):
-        for offset in range(stride):
-            nodes: dict[int, int] = {}
-            for i in range(size):
-                node = (start + offset + i * stride) // g
-                nodes[node] = nodes.get(node, 0) + 1
-            worst_k, worst_nodes = min(worst_k, min(nodes.values())), max(worst_nodes, len(nodes))
-    return worst_k, worst_nodes
+    # misaligned layouts (e.g. tp=3 on 8-GPU nodes): a group {a + i*stride} sits on nodes as any
+    # other group whose first rank a has the same remainder mod g does (one node further on), so
+    # the distinct groups are the few remainders of a, each counted exactly by _progression
+    starts = min(world // block, g // math.gcd(block, g))  # the start's remainder repeats after that
+    firsts = {(k * block + o) % g for k in range(starts) for o in range(min(stride, g))}
+    spans = [_progression(a, stride, size, g) for a in sorted(firsts)]
+    return min(k for k, _ in spans), max(n for _, n in spans)
+
+
+def _progression(a: int, stride: int, size: int, g: int) -> tuple[int, int]:
+    """(fewest members on one node it touches, nodes touched) of the ranks a + i*stride, i < size,
+    on nodes of g ranks, in O(g): with stride < g the group touches every node from its first to
+    its last; the nodes between are filled alike every stride / gcd(g, stride) nodes, so those
+    and the last node are all that need counting."""
+    if stride >= g:  # consecutive members are a node or more apart: one member per node
+        return 1, size
+    first, last = a // g, (a + (size - 1) * stride) // g
+
+    def members(node: int) -> int:  # i with node*g <= a + i*stride < (node+1)*g
+        lo = max(0, -(-(node * g - a) // stride))
+        hi = min(size - 1, ((node + 1) * g - 1 - a) // stride)
+        return hi - lo + 1
+
+    period = stride // math.gcd(g, stride)
+    looked = range(first, min(last, first + period + 1) + 1)
+    return min(min(map(members, looked)), members(last)), last - first + 1
 
 
 class Coords(NamedTuple):

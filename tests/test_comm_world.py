@@ -190,3 +190,58 @@ def test_bad_arguments_are_refused_before_anything_starts():
 def test_launch_still_works_beside_a_world(world2):
     assert launch(pid_and_sum, 2, 0)[0][1] == 1.0
     assert world2.run(pid_and_sum, 0)[0][1] == float(sum(range(world2.world_size)))
+
+
+# -- one function at a time; a rank lost between runs (issue 18 items 7 and 10) -----------------
+def waits_for(comm, path):
+    if comm.rank == 0:
+        with open(path, "rb") as fifo:  # until the test writes
+            return fifo.read(1)
+    return b""
+
+
+def test_a_second_thread_is_refused_at_once_while_a_run_is_in_progress(world2, tmp_path):
+    fifo = tmp_path / "go"
+    os.mkfifo(fifo)
+    out = {}
+    first = threading.Thread(target=lambda: out.update(a=world2.run(waits_for, str(fifo))), name="cell-A")
+    first.start()
+    with open(fifo, "wb") as go:  # opens once rank 0 has opened it to read: the first run is under way
+        with pytest.raises(RuntimeError, match="already running a function .*thread 'cell-A'.*one function at a time"):
+            world2.run(pid_and_sum, 0)
+        with pytest.raises(RuntimeError, match="already running a function"):
+            world2.start()
+        go.write(b"x")
+    first.join()
+    assert out["a"] == [b"x", b""]  # the first run was not disturbed
+    assert [r[1] for r in world2.run(pid_and_sum, 0)] == [1.0, 1.0]
+
+
+def exits_when_told(comm, path):
+    if comm.rank == 1:  # a thread the function leaves behind ends the rank after the run
+        def later():
+            with open(path, "rb") as fifo:
+                fifo.read(1)
+            os._exit(5)
+
+        threading.Thread(target=later, daemon=True).start()
+    return os.getpid()
+
+
+@pytest.mark.parametrize("how", ["killed", "exited"])
+def test_a_rank_lost_between_runs_is_named_and_the_next_run_gets_fresh_ranks(world2, tmp_path, how):
+    fifo = tmp_path / "end"
+    os.mkfifo(fifo)
+    pids = world2.run(exits_when_told, str(fifo))
+    runs, starts = world2.runs, world2.starts
+    if how == "killed":
+        os.kill(pids[1], signal.SIGKILL)
+    with open(fifo, "wb") as end:  # the thread of rank 1 (still alive when killed: then unread)
+        end.write(b"x")
+    os.waitid(os.P_PID, pids[1], os.WEXITED | os.WNOWAIT)  # it has ended (not reaped: World does)
+    died = "was killed by SIGKILL" if how == "killed" else "exited with code 5"
+    with pytest.warns(RuntimeWarning, match=rf"rank 1 \(pid {pids[1]}\) {died} between runs: after run "
+                                            rf"{runs} ended.*replaced the whole set"):
+        after = world2.run(pid_and_sum, 0)
+    assert [r[1] for r in after] == [1.0, 1.0]
+    assert world2.starts == starts + 1 and not set(pids) & {r[0] for r in after}

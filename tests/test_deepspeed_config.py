@@ -101,3 +101,102 @@ def test_deepspeed_env_writes_the_nccl_variables_of_guide_4_5():
     assert set(env) == set(NCCL_VARS)
     with pytest.raises(ValueError, match="upper-case identifier"):
         deepspeed_env({"nccl debug": "INFO"})
+
+
+# -- what DeepSpeed or pdsh would refuse or misread is refused here first (issue 18 item 15) -------
+@pytest.mark.parametrize("text, match", [
+    ("a" * 64 + " slots=8", "line 1: host 'a{64}': label 'a{64}' has 64 characters, at most 63"),
+    ("10.0.0.1 slots=8\nno\0de slots=8", "line 2 holds a NUL character"),
+    ("10.0.0.1 slots=abc", "line 1: slots must be a positive integer .*got 'abc'"),
+    ("# head\n10.0.0.1 slots=0", "line 2: slots must be a positive integer .*got '0'"),
+    ("10.0.0.1 slots=-4", "line 1: slots must be a positive integer .*got '-4'"),
+    ("node#1 slots=8", r"line 1: host 'node#1': character '#' \(U\+0023\) is not allowed"),
+    ("node,2 slots=8", "line 1: host 'node,2': character ','"),
+    ("10.0.0.1 slots=8\n10.0.0.1 slots=4", "line 2: host '10.0.0.1' is already on line 1"),
+    ("10.0.0.1 8", "line 1 must read '<host> slots=<n>'"),
+    ("# only a comment\n", "lists no host"),
+])
+def test_check_hostfile_refuses_what_deepspeed_or_pdsh_would_misread_with_line_and_rule(text, match):
+    from parlab.deepspeed_config import check_hostfile
+
+    with pytest.raises(ValueError, match=match) as info:
+        check_hostfile(text, lambda host: "10.0.0.9")
+    assert "\n" not in str(info.value)
+
+
+def test_check_hostfile_takes_text_and_a_trailing_comment():
+    from parlab.deepspeed_config import check_hostfile
+
+    with pytest.raises(TypeError, match="a hostfile is text .*got NoneType"):
+        check_hostfile(None)
+    here = check_hostfile("10.0.0.1 slots=8  # node A\r\nnode-2.example.com. slots=4\n", lambda h: "10.0.0.2")
+    assert [(h.host, h.slots, h.resolved) for h in here] == [("10.0.0.1", 8, "10.0.0.1"),
+                                                             ("node-2.example.com.", 4, "10.0.0.2")]
+
+
+@pytest.mark.parametrize("hosts, error, match", [
+    ({"a\nb": 8}, ValueError, r"host 'a\\nb': character '\\n'"),
+    ({"node\t1": 8}, ValueError, r"character '\\t'"),
+    ({"node#1": 8}, ValueError, "character '#'"),
+    ({"x" * 64: 8}, ValueError, "64 characters, at most 63"),
+    ({None: 8}, TypeError, "a host must be a string"),
+    ({"10.0.0.1": 0}, ValueError, "slots of 10.0.0.1 must be a positive integer"),
+    ({"10.0.0.1": "8"}, TypeError, "slots of 10.0.0.1 must be a positive integer"),
+    (["10.0.0.1"], TypeError, r"hosts must be a dict \{host: slots\}, got list"),
+])
+def test_hostfile_never_writes_a_line_it_would_not_read_back(hosts, error, match):
+    from parlab.deepspeed_config import hostfile
+
+    with pytest.raises(error, match=match):
+        hostfile(hosts)
+
+
+def test_a_written_hostfile_reads_back_as_written():
+    from parlab.deepspeed_config import check_hostfile, hostfile
+
+    hosts = {"10.0.0.1": 8, "fe80::1": 4, "gpu_node-2.cluster.local": 2, "h" * 63: 1}
+    assert {h.host: h.slots for h in check_hostfile(hostfile(hosts), lambda h: "10.0.0.3")} == hosts
+
+
+@pytest.mark.parametrize("value, error, match", [
+    ("eth0\tlo", ValueError, r"NCCL_SOCKET_IFNAME's value must be one word, got 'eth0\\tlo': character '\\t'"),
+    ("INFO\r", ValueError, r"character '\\r'"),
+    ("IN\0FO", ValueError, r"character '\\x00'"),
+    ("eth0 lo", ValueError, "character ' '"),
+    ("eth0;reboot", ValueError, "character ';': no shell metacharacter"),
+    (None, TypeError, "value must be a string or an integer"),
+    (True, TypeError, "write 1 or 0"),
+])
+def test_deepspeed_env_refuses_values_the_launcher_would_misread(value, error, match):
+    from parlab.deepspeed_config import deepspeed_env
+
+    with pytest.raises(error, match=match):
+        deepspeed_env({"NCCL_SOCKET_IFNAME": value})
+    with pytest.raises(TypeError, match="variables must be a dict"):
+        deepspeed_env([("NCCL_DEBUG", "INFO")])
+    assert deepspeed_env({"NCCL_SOCKET_IFNAME": "^docker,lo"}) == "NCCL_SOCKET_IFNAME=^docker,lo\n"
+
+
+@pytest.mark.parametrize("clip, error", [
+    (float("nan"), ValueError), (float("inf"), ValueError), (-1, ValueError), ("1.0", TypeError),
+    (None, TypeError), (True, TypeError),
+])
+def test_gradient_clipping_is_a_finite_number_at_least_zero(clip, error):
+    with pytest.raises(error, match="gradient_clipping must be a .*number >= 0 .*0 turns clipping off"):
+        deepspeed_config("llama-7b", Plan(dp=8, zero=2), gradient_clipping=clip)
+
+
+def test_the_json_written_is_standard_and_clipping_zero_turns_it_off():
+    cfg = deepspeed_config("llama-7b", Plan(dp=8, zero=2), gradient_clipping=0)
+    assert json.loads(to_json(cfg))["gradient_clipping"] == 0.0
+    cfg["gradient_clipping"] = float("nan")  # edited by hand: never written as NaN
+    for write in (to_json, explain):
+        with pytest.raises(ValueError, match="'gradient_clipping' must be a finite number, got nan"):
+            write(cfg)
+
+
+def test_explain_and_compare_name_the_type_they_expect():
+    with pytest.raises(TypeError, match="config must be a dict .*got list"):
+        explain([("bf16", True)])
+    with pytest.raises(TypeError, match=r"plans must be a dict \{label: Plan\}, got list"):
+        compare("llama-7b", [Plan(dp=8, zero=2)])

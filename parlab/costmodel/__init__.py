@@ -14,7 +14,7 @@ from parlab.layout import ORDER, GroupSpan, coords, group_ranks, group_span, ran
 from . import inference as inference  # the decode-latency model (guide 4.1)
 from .advisor import Advice, advise
 from .assumptions import DEFAULT, Assumptions
-from .cluster import CLUSTERS, Cluster, make_cluster
+from .cluster import CLUSTERS, MAX_GPUS, Cluster, make_cluster
 from .collectives import (
     GroupLink,
     bus_factor,
@@ -92,7 +92,7 @@ from .validation import (
 
 __all__ = [
     "CLUSTERS", "DEFAULT", "DTYPES", "GB", "GBIT", "GBYTE", "GPUS", "GiB", "LINKS", "MODELS", "OFFLOADS",
-    "OPTIMIZERS", "ORDER", "PRECISIONS", "RECOMPUTE", "SCHEDULES", "SECONDS_PER_DAY", "SECONDS_PER_YEAR",
+    "MAX_GPUS", "OPTIMIZERS", "ORDER", "PRECISIONS", "RECOMPUTE", "SCHEDULES", "SECONDS_PER_DAY", "SECONDS_PER_YEAR",
     "Assumptions", "Cluster", "Estimate", "GPUSpec", "GroupLink", "GroupSpan", "LinkSpec", "ModelSpec",
     "ModelStateMemory", "Plan", "Precision", "ScalingPoint", "SearchResult", "StepTime", "Term",
     "advice", "bloom_table", "comm_time_vs_bandwidth", "guide_1_19", "megatron_table1", "memory_vs_dp",

@@ -43,6 +43,8 @@ def canonical(kind: str, key: str, table: Mapping[str, object] | Iterable[str],
 
 
 def _is_number(value) -> bool:
+    if type(value) in (int, float):  # the common case first: the ABC check is slow (search)
+        return True
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
@@ -52,7 +54,7 @@ def _real(name: str, kind: str, value, integer: bool):
     if not _is_number(value):
         raise TypeError(f"{name} must be {kind}, got {value!r}")
     if integer:
-        if not isinstance(value, numbers.Integral):
+        if type(value) is not int and not isinstance(value, numbers.Integral):
             raise ValueError(f"{name} must be {kind}, got {value!r}")
         return int(value)
     return value

@@ -40,9 +40,7 @@ output of an all-gather, the input of a reduce-scatter). Pure Python: no numpy, 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 from . import trees
 from ._check import non_negative, number, positive
@@ -136,22 +134,17 @@ class CommTime:
 
 
 def _log2(p: int) -> int:
-    return math.ceil(math.log2(p)) if p > 1 else 0
+    """ceil(log2 p), exactly (integer arithmetic: a float log2 rounds 2^60 + 1 down)."""
+    return (int(p) - 1).bit_length() if p > 1 else 0
 
 
 def _double_binary_tree(p: int, n: float) -> tuple[float, float, float]:
     """Pipelined double binary tree (Sanders et al. 2009; NCCL 2.4): up both trees (reduce) and
     down again (broadcast), each tree carrying half the buffer, so 2 x depth steps on the path
-    and about 2n bytes through the busiest rank's link each way (exactly, from the trees)."""
-    steps, volume, reduced = _double_binary_tree_per_byte(p)
-    return steps, volume * n, reduced * n
-
-
-@lru_cache(maxsize=256)
-def _double_binary_tree_per_byte(p: int) -> tuple[float, float, float]:
-    per_rank = trees.all_reduce_traffic(p, 1.0)
-    steps = 2 * max(trees.depth(t) for t in trees.double_binary_tree(p))
-    return steps, max(max(s, r) for s, r, _ in per_rank), max(red for *_, red in per_rank)
+    and about 2n bytes through the busiest rank's link each way (exactly, from the trees' closed
+    forms ``trees.depth_of`` and ``trees.busiest``: O(1) for any p)."""
+    volume, reduced = trees.busiest(p)
+    return 2 * trees.depth_of(p), volume * n, reduced * n
 
 
 def shape(op: str, algorithm: str, p: int, n: float) -> tuple[float, float, float]:
@@ -163,33 +156,41 @@ def shape(op: str, algorithm: str, p: int, n: float) -> tuple[float, float, floa
                          f"allowed: {', '.join(ALGORITHMS[op])}")
     if p == 1 or op == "p2p":
         return (1.0, n, 0.0) if op == "p2p" else (0.0, 0.0, 0.0)
-    lg, q = _log2(p), (p - 1) / p
+    steps, volume, reduced = _SHAPES[(op, algorithm)](p, n, _log2(p), (p - 1) / p)
+    return float(steps), float(volume), float(reduced)
+
+
+def _recursive_doubling(p: int, n: float) -> tuple[float, float, float]:
     pow2 = p & (p - 1) == 0
-    doubling = lg if pow2 else math.floor(math.log2(p)) + 2  # +2: the fold in and out
-    table = {
-        ("all_reduce", "ring"): (2 * (p - 1), 2 * q * n, q * n),
-        ("all_reduce", "double_binary_tree"): _double_binary_tree(p, n),
-        ("all_reduce", "recursive_doubling"): (doubling, doubling * n, (doubling - (not pow2)) * n),
-        ("all_reduce", "naive"): (2 * (p - 1), 2 * (p - 1) * n, (p - 1) * n),
-        ("all_reduce", "shm_direct"): (2, 2 * q * n, q * n),
-        ("reduce_scatter", "ring"): (p - 1, q * n, q * n),
-        ("reduce_scatter", "naive"): (2 * (p - 1), (p - 1) * n + q * n, (p - 1) * n),
-        ("all_gather", "ring"): (p - 1, q * n, 0.0),
-        ("all_gather", "binomial_tree"): (2 * lg, q * n + lg * n, 0.0),
-        ("all_gather", "naive"): (2 * (p - 1), q * n + (p - 1) * n, 0.0),
-        ("broadcast", "ring"): (p - 1, n, 0.0),
-        ("broadcast", "binomial_tree"): (lg, lg * n, 0.0),
-        ("broadcast", "naive"): (p - 1, (p - 1) * n, 0.0),
-        ("reduce", "ring"): (p - 1, n, n),
-        ("reduce", "binomial_tree"): (lg, lg * n, lg * n),
-        ("reduce", "naive"): (p - 1, (p - 1) * n, (p - 1) * n),
-        ("gather", "naive"): (p - 1, q * n, 0.0),
-        ("gather", "binomial_tree"): (lg, q * n, 0.0),
-        ("scatter", "naive"): (p - 1, q * n, 0.0),
-        ("all_to_all", "pairwise"): (p - 1, q * n, 0.0),
-        ("barrier", "dissemination"): (lg, 0.0, 0.0),
-    }
-    return tuple(float(v) for v in table[(op, algorithm)])
+    doubling = _log2(p) if pow2 else (int(p).bit_length() - 1) + 2  # +2: the fold in and out
+    return doubling, doubling * n, (doubling - (not pow2)) * n
+
+
+# (op, algorithm) -> (p, n, lg = ceil(log2 p), q = (p-1)/p) -> (steps, volume, reduced): only the
+# asked-for entry is computed
+_SHAPES = {
+    ("all_reduce", "ring"): lambda p, n, lg, q: (2 * (p - 1), 2 * q * n, q * n),
+    ("all_reduce", "double_binary_tree"): lambda p, n, lg, q: _double_binary_tree(p, n),
+    ("all_reduce", "recursive_doubling"): lambda p, n, lg, q: _recursive_doubling(p, n),
+    ("all_reduce", "naive"): lambda p, n, lg, q: (2 * (p - 1), 2 * (p - 1) * n, (p - 1) * n),
+    ("all_reduce", "shm_direct"): lambda p, n, lg, q: (2, 2 * q * n, q * n),
+    ("reduce_scatter", "ring"): lambda p, n, lg, q: (p - 1, q * n, q * n),
+    ("reduce_scatter", "naive"): lambda p, n, lg, q: (2 * (p - 1), (p - 1) * n + q * n, (p - 1) * n),
+    ("all_gather", "ring"): lambda p, n, lg, q: (p - 1, q * n, 0.0),
+    ("all_gather", "binomial_tree"): lambda p, n, lg, q: (2 * lg, q * n + lg * n, 0.0),
+    ("all_gather", "naive"): lambda p, n, lg, q: (2 * (p - 1), q * n + (p - 1) * n, 0.0),
+    ("broadcast", "ring"): lambda p, n, lg, q: (p - 1, n, 0.0),
+    ("broadcast", "binomial_tree"): lambda p, n, lg, q: (lg, lg * n, 0.0),
+    ("broadcast", "naive"): lambda p, n, lg, q: (p - 1, (p - 1) * n, 0.0),
+    ("reduce", "ring"): lambda p, n, lg, q: (p - 1, n, n),
+    ("reduce", "binomial_tree"): lambda p, n, lg, q: (lg, lg * n, lg * n),
+    ("reduce", "naive"): lambda p, n, lg, q: (p - 1, (p - 1) * n, (p - 1) * n),
+    ("gather", "naive"): lambda p, n, lg, q: (p - 1, q * n, 0.0),
+    ("gather", "binomial_tree"): lambda p, n, lg, q: (lg, q * n, 0.0),
+    ("scatter", "naive"): lambda p, n, lg, q: (p - 1, q * n, 0.0),
+    ("all_to_all", "pairwise"): lambda p, n, lg, q: (p - 1, q * n, 0.0),
+    ("barrier", "dissemination"): lambda p, n, lg, q: (lg, 0.0, 0.0),
+}
 
 
 def time(op: str, algorithm: str, ranks: int, nbytes: float, alpha: float, bandwidth: float,
@@ -260,7 +261,7 @@ def traffic(op: str, algorithm: str, ranks: int, nbytes: float, rank: int = 0,
         first, last = (me > 0) * n, (me < p - 1) * n
         return (last, first) if op == "broadcast" else (first, float(me != 1) * n)
     if algorithm == "double_binary_tree":
-        sent, recvd, _ = trees.all_reduce_traffic(p, n)[rank]
+        sent, recvd, _ = trees.rank_traffic(p, rank, n)
         return sent, recvd
     if algorithm == "recursive_doubling":
         p2 = 1 << (p.bit_length() - 1)

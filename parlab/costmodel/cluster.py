@@ -12,6 +12,21 @@ from ._check import canonical, instance, positive, text
 from .hardware import GPUSpec, get_gpu
 from .links import LinkSpec, get_link
 
+#: The most GPUs the cost model takes: 2^24 = 16,777,216, 16 x the 1,048,576 at which ``search``
+#: is timed (a few seconds) and about 100 x the largest clusters built so far (~10^5 GPUs).
+#: Everything it computes is closed-form in the GPU count except ``search``'s enumeration of
+#: layouts (divisors: O(sqrt n)), which this bound keeps to seconds.
+MAX_GPUS = 1 << 24
+
+
+def gpu_count(name: str, value) -> int:
+    """``value`` if it is a GPU count in 1..MAX_GPUS, else the error naming it and the bound."""
+    n = positive(name, value, integer=True)
+    if n > MAX_GPUS:
+        raise ValueError(f"{name} must be at most {MAX_GPUS:,} (2^24, parlab.costmodel.MAX_GPUS: "
+                         f"the cost model's stated bound), got {value:,}")
+    return n
+
 
 @dataclass(frozen=True)
 class Cluster:
@@ -37,7 +52,7 @@ class Cluster:
         for field in ("intra", "inter", "host"):
             instance(f"Cluster.{field}", getattr(self, field), LinkSpec, "get_link('ib-hdr')")
         text("Cluster.name", self.name)
-        positive("n_gpus", self.n_gpus, integer=True)
+        gpu_count("n_gpus", self.n_gpus)
         positive("gpus_per_node", self.gpus_per_node, integer=True)
         positive("nics_per_node", self.nics_per_node, integer=True)
         if self.n_gpus > self.gpus_per_node and self.n_gpus % self.gpus_per_node:
@@ -99,6 +114,6 @@ def make_cluster(kind: str = "dgx-a100", n_gpus: int = 8, *, gpu: str | GPUSpec 
         per_node = positive("gpus_per_node", gpus_per_node, integer=True)
     if nics_per_node is not None:
         nics = positive("nics_per_node", nics_per_node, integer=True)
-    return Cluster(get_gpu(g if gpu is None else gpu), positive("n_gpus", n_gpus, integer=True), per_node,
+    return Cluster(get_gpu(g if gpu is None else gpu), gpu_count("n_gpus", n_gpus), per_node,
                    get_link(intra_name if intra is None else intra), get_link(inter_name if inter is None else inter),
                    nics, name=key)

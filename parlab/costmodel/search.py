@@ -11,7 +11,7 @@ from parlab.tables import plural
 from ._check import boolean, canonical, non_negative, positive
 from ._check import choices as choice_list
 from .assumptions import DEFAULT, Assumptions
-from .cluster import Cluster
+from .cluster import Cluster, gpu_count
 from .estimate import Estimate, _check_inputs, most_loaded_stage
 from .memory import RECOMPUTE
 from .models import ModelSpec, get_model
@@ -26,7 +26,8 @@ def divisors(n: int) -> list[int]:
 
 
 def factorizations(n_gpus: int) -> Iterator[tuple[int, int, int]]:
-    """Every (dp, tp, pp) with dp x tp x pp = n_gpus."""
+    """Every (dp, tp, pp) with dp x tp x pp = n_gpus (at most ``MAX_GPUS``)."""
+    gpu_count("n_gpus", n_gpus)
     for tp in divisors(n_gpus):
         for pp in divisors(n_gpus // tp):
             yield n_gpus // (tp * pp), tp, pp

@@ -45,18 +45,23 @@ def binary_tree(p: int, rank: int) -> Node:
 def double_binary_tree(p: int) -> tuple[list[Node], list[Node]]:
     """The two trees, as [(parent, children) of rank r for r in 0..p-1] each. The second is
     the first mirrored (rank r plays rank p-1-r) when p is even, shifted by one (rank r plays
-    rank r-1) when p is odd (``ncclGetDtree``)."""
-    first = [binary_tree(p, r) for r in range(p)]
+    rank r-1) when p is odd (``ncclGetDtree``). O(p): for one rank, use ``nodes``."""
+    return [binary_tree(p, r) for r in range(p)], [_second(p, r) for r in range(p)]
+
+
+def nodes(p: int, rank: int) -> tuple[Node, Node]:
+    """(parent, children) of ``rank`` in each of the two trees, in O(log p) (no tree is built)."""
+    return binary_tree(p, rank), _second(p, rank)
+
+
+def _second(p: int, r: int) -> Node:
+    """``rank`` r's node in the second tree: the first tree's node of the rank it plays, relabelled."""
     if p % 2:
-        to, back = (lambda r: (r + 1) % p), (lambda r: (r - 1) % p)
+        to, back = (lambda x: (x + 1) % p), (lambda x: (x - 1) % p)
     else:
-        to = back = (lambda r: p - 1 - r)
-
-    def moved(r: int) -> Node:
-        parent, children = first[back(r)]
-        return (to(parent) if parent >= 0 else -1), tuple(to(c) for c in children)
-
-    return first, [moved(r) for r in range(p)]
+        to = back = (lambda x: p - 1 - x)
+    parent, children = binary_tree(p, back(r))
+    return (to(parent) if parent >= 0 else -1), tuple(to(c) for c in children)
 
 
 def depth(tree: list[Node]) -> int:
@@ -72,17 +77,42 @@ def depth(tree: list[Node]) -> int:
 
 def all_reduce_traffic(p: int, nbytes: float) -> list[tuple[float, float, float]]:
     """(bytes sent, bytes received, bytes reduced) of each rank in a double-binary-tree
-    all-reduce of ``nbytes``: each tree carries half; up the tree a rank receives one half from
-    each child (and reduces it) and sends one half to its parent, down the tree the reverse."""
-    half, both = nbytes / 2, double_binary_tree(p)
-    out = []
-    for r in range(p):
-        sent = recv = red = 0.0
-        for tree in both:
-            parent, children = tree[r]
-            up = half if parent >= 0 else 0.0
-            sent += up + len(children) * half
-            recv += len(children) * half + up
-            red += len(children) * half
-        out.append((sent, recv, red))
-    return out
+    all-reduce of ``nbytes`` (``rank_traffic`` of every rank: O(p))."""
+    return [rank_traffic(p, r, nbytes) for r in range(p)]
+
+
+def rank_traffic(p: int, rank: int, nbytes: float) -> tuple[float, float, float]:
+    """(bytes sent, bytes received, bytes reduced) of ``rank`` in a double-binary-tree all-reduce
+    of ``nbytes``: each tree carries half; up the tree a rank receives one half from each child
+    (and reduces it) and sends one half to its parent, down the tree the reverse."""
+    half = nbytes / 2
+    sent = red = 0.0
+    for parent, children in nodes(p, rank):
+        sent += (parent >= 0) * half + len(children) * half
+        red += len(children) * half
+    return sent, sent, red  # up and down mirror each other: as much received as sent
+
+
+def depth_of(p: int) -> int:
+    """Depth of either tree over p ranks, in closed form: ceil(log2 p) (0 for one rank).
+
+    The path 0 -> 2^(k-1) -> 2^(k-2) -> ... -> 1 (k = ceil(log2 p)) exists, and every edge below
+    the root goes from a rank whose lowest set bit is b to one whose lowest set bit is below b,
+    so no path is longer. The second tree is the first relabelled: the same depth."""
+    return (p - 1).bit_length()
+
+
+def busiest(p: int) -> tuple[float, float]:
+    """(bytes the busiest rank sends, bytes the busiest rank reduces) per byte of the buffer, in
+    closed form (what ``max`` over ``all_reduce_traffic(p, 1.0)`` gives, without building it).
+
+    In the first tree odd ranks are leaves, an even rank r > 0 has two children when r <= p - 2
+    (else one) and the root one; the second tree gives those roles to the other parity (p even:
+    mirrored; p odd: shifted by one). So from p = 4 on (p = 5 when p is odd) some rank is inner
+    in one tree with two children and a non-root leaf in the other: 4 halves sent, 2 reduced.
+    Smaller worlds: p = 2 sends 2 halves (1 reduced), p = 3 sends 3 (2 reduced)."""
+    if p < 2:
+        return 0.0, 0.0
+    sent = {2: 2, 3: 3}.get(p, 4)
+    reduced = 1 if p == 2 else 2
+    return sent / 2, reduced / 2
