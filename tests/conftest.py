@@ -17,6 +17,12 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No test may depend on how fast this machine is at the moment: hypothesis's default deadline
+# (200 ms an example) fails examples on a busy laptop that pass on a quiet one.
+settings.register_profile("parlab", deadline=None)
+settings.load_profile("parlab")
 
 SHM = Path("/dev/shm")
 SHM_PREFIX = "parlab"  # every shared-memory segment parlab creates is named parlab*

@@ -9,7 +9,7 @@ from parlab.cli import main
 
 def test_the_comm_benchmark_prints_ratios_bus_bandwidth_and_launch_latency(capsys):
     assert main(["bench", "comm", "--ranks", "2", "--sizes", "1K", "--ops", "all_reduce",
-                 "--rounds", "1", "--repeats", "1"]) == 0
+                 "--rounds", "1", "--repeats", "1", "--launches", "1"]) == 0
     out = capsys.readouterr().out
     assert "gloo/local" in out and "local busbw (GB/s)" in out
     assert "memcpy bandwidth of this machine" in out
@@ -18,8 +18,9 @@ def test_the_comm_benchmark_prints_ratios_bus_bandwidth_and_launch_latency(capsy
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--ops", "scan"], "unknown op 'scan'; allowed: all_reduce, all_gather, reduce_scatter"),
+    (["--ops", "scan"], "unknown op 'scan'; allowed: all_reduce, all_gather, reduce_scatter, broadcast"),
     (["--ranks", "1"], "--ranks must be >= 2"),
+    (["--launches", "0"], "--launches >= 1"),
     (["--sizes", "0"], "sizes must be positive element counts, got '0'"),
     (["--sizes", "abc"], "--sizes takes element counts such as 1000, 16K or 1M, got 'abc'"),
     (["--sizes", "1.5M"], "--sizes takes element counts such as 1000, 16K or 1M, got '1.5M'"),
