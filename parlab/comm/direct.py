@@ -29,44 +29,54 @@ from collections.abc import Callable
 from . import arrays as A
 from .algorithms import block_bounds, slices
 from .shm import Arena, Status
+from .waiting import WaitPolicy, futex_wait, futex_wake, futex_word
 
 CHUNK_BYTES = int(os.environ.get("PARLAB_DIRECT_CHUNK", 2 << 20))  # bytes of x per chunk (<= capacity)
 # slots in turn (at most): few, so that every rank's slots stay in the last-level cache
 SLOTS = int(os.environ.get("PARLAB_DIRECT_SLOTS", 2))
-SPIN_S = 1e-3  # spin (yielding the core) this long in a barrier before sleeping between looks
+PUMP_S = 1e-3  # a rank asleep on a counter wakes this often to push its pending sends
 
 
 class Direct:
     """One rank's view of every rank's windows and progress counters."""
 
-    def __init__(self, rank: int, arena: Arena, status: Status, pump: Callable[[], None]):
+    def __init__(self, rank: int, arena: Arena, status: Status, pump: Callable[[], None],
+                 policy: WaitPolicy | None = None):
         self.rank, self.n, self.arena, self.status = rank, arena.world_size, arena, status
         self.pump = pump  # the engine's pending sends move on while this rank waits here
+        self.policy = policy or WaitPolicy(self.n)  # spin first, or sleep at once (waiting.py)
         self.slot_bytes = min(arena.capacity, CHUNK_BYTES)
         per_window = max(1, min(arena.capacity // self.slot_bytes, SLOTS // 2))
         self.slots = [[arena.window(r, k)[i * self.slot_bytes:(i + 1) * self.slot_bytes]
                        for k in (0, 1) for i in range(per_window)] for r in range(self.n)]
         self.counts = [arena.barrier_count(r) for r in range(self.n)]
+        self.words = [futex_word(c) for c in self.counts]  # where a waiter sleeps on each
         self.chunks = 0  # chunks done (by every rank alike): which slot the next one uses
 
     def publish(self, value: int) -> None:
         self.counts[self.rank][0] = value  # after the bytes it announces (x86: stores in order)
+        futex_wake(self.words[self.rank])  # peers asleep on it (waiting.py)
 
     def wait_all(self, value: int) -> None:
-        """Until every peer's counter has reached ``value``."""
-        spin_until, delay = time.perf_counter() + SPIN_S, 20e-6
+        """Until every peer's counter has reached ``value``: a short spin where the ranks have
+        cores to spare (``WaitPolicy``), else asleep on the counter until its owner wakes us."""
+        budget = self.policy.budget()
+        spin_until = time.perf_counter() + budget
+        hit = True
         for r, count in enumerate(self.counts):
             if r == self.rank or int(count[0]) >= value:
                 continue
             self.status.waiting(r)
-            while int(count[0]) < value:
+            while (seen := int(count[0])) < value:
                 self.pump()
                 if time.perf_counter() < spin_until:
                     os.sched_yield()
                 else:
-                    time.sleep(delay)
-                    delay = min(2 * delay, 200e-6)
+                    hit = False
+                    futex_wait(self.words[r], seen, PUMP_S)
             self.status.working()
+        if budget:
+            self.policy.spun(hit)
         self.status.progress()
 
     def all_reduce(self, comm, x: A.Array, op: str) -> A.Array:

@@ -12,8 +12,9 @@ A large message is copied into the ring piece by piece as space allows and read 
 straight out of it by the receiver: two copies per byte, no pickling, no kernel copy of the
 payload. A receiver also publishes how far it has read in the arena, so on x86-64 a sender
 finds room without waiting for a C frame (which is sent only when the receiver would
-otherwise wait). A rank with nothing to do spins for SPIN_S, yielding the core at every turn,
-then blocks in ``poll`` on its sockets: four ranks can share two cores. Sends are eager:
+otherwise wait). A rank with nothing to do spins briefly, yielding the core at every turn,
+then blocks in ``poll`` on its sockets; where the ranks outnumber the cores, or spinning has
+stopped paying, it blocks at once (``waiting.WaitPolicy``): four ranks can share two cores. Sends are eager:
 whatever does not fit in the ring yet is copied to private memory and pushed later, whenever
 this rank waits for anything. Messages of different groups share the pair's ring in FIFO
 order; a receive for one group moves earlier messages of other groups to private memory.
@@ -36,10 +37,10 @@ from . import arrays as A
 from .errors import PeerGone, UnreceivedMessage
 from .message import HEADER_LEN, Header, Signature
 from .shm import EXITING, Arena, Status
+from .waiting import WaitPolicy
 
 INLINE_MAX = 16 << 10  # payloads up to this size travel inside the header frame
 ALIGN = 64  # every message starts on a cache line of the ring, so pieces stay element-aligned
-SPIN_S = float(os.environ.get("PARLAB_SPIN", 100e-6))  # spin (with sched_yield) this long before blocking
 MIN_PIECE = 64 << 10  # do not dribble a big message into a nearly full ring
 _FRAME = struct.Struct("<BI")  # kind, payload length
 _POS = struct.Struct("<Q")
@@ -103,12 +104,13 @@ class Engine:
     def __init__(self, rank: int, arena: Arena, socks: dict[int, socket.socket], status: Status):
         self.rank, self.status = rank, status
         self.n = arena.world_size
+        self.policy = WaitPolicy(self.n)  # spin before blocking, or not (waiting.py)
         # shm_direct's shared windows: where stores are seen in order (x86), and the arena has them
         self.direct = None
         if SHARED_POSITIONS and arena.capacity:
             from .direct import Direct
 
-            self.direct = Direct(rank, arena, status, self.push_pending)
+            self.direct = Direct(rank, arena, status, self.push_pending, self.policy)
         self.links: dict[int, _Link] = {}
         self.private_copies = 0  # sends that did not fit in their ring at once
         self.poller = select.poll()
@@ -293,7 +295,7 @@ class Engine:
     # ---------------------------------------------------------------- the loop
     def wait(self) -> None:
         """Make progress: push pending sends; if none could move, wait until a frame arrives
-        (spinning with sched_yield for up to SPIN_S first, then blocking in poll)."""
+        (spinning with sched_yield first where the policy says it pays, then blocking in poll)."""
         pushed = False
         for link in self.links.values():
             if link.outbox and self._push(link):
@@ -301,10 +303,13 @@ class Engine:
                 self._flush(link)
         ready = self.poller.poll(0)
         if not ready and not pushed:
-            deadline = time.perf_counter() + SPIN_S
-            while not ready and time.perf_counter() < deadline:
-                os.sched_yield()
-                ready = self.poller.poll(0)
+            budget = self.policy.budget()
+            if budget:
+                deadline = time.perf_counter() + budget
+                while not ready and time.perf_counter() < deadline:
+                    os.sched_yield()
+                    ready = self.poller.poll(0)
+                self.policy.spun(bool(ready))
             if not ready:
                 ready = self.poller.poll(None)
         for fd, events in ready:

@@ -154,6 +154,7 @@ class _Launch:
         self.arena: shm.Arena | None = None
         self.sources: dict[str, list[tuple[str, int, int]]] = {}
         self.partial: dict[tuple[str, int], bytes] = {}  # stream mode: the unfinished line of each pipe
+        self.all_started: float | None = None  # see _watchdog
         self.warm = False  # a World's ranks: serve one function per "run" message (worker._serve)
 
     # ------------------------------------------------------------------ start
@@ -215,6 +216,7 @@ class _Launch:
         """Collect every rank's result. A worker stays alive after it reports (until cleanup),
         so its control socket is watched to the end: its EOF is a death, even after a result."""
         results: dict[int, Any] = {}
+        self.all_started = None  # when the watchdog first saw no rank starting (this run)
         failures: dict[int, Exception] = {}  # rank -> RankError / RankDied, in arrival order
         lost_since: list[float] = []  # when the first failure another one may explain came
         while len(results) < self.n:
@@ -317,14 +319,27 @@ class _Launch:
                 _relay(rank, done, sys.stdout if kind == "out" else sys.stderr)
 
     def _watchdog(self, results: dict) -> None:
+        """Raise CommTimeout when a rank has waited ``timeout`` s in a call without progress.
+
+        A rank still starting (importing, meeting the others: up to STARTUP_LIMIT s, and many
+        seconds on a busy laptop) is no deadlock of those waiting for it: their clock starts
+        when the last rank has started."""
         status, now = self.arena.status, time.monotonic()
         watched = (shm.STARTING, shm.IN_OP, shm.WAITING, shm.FINISHING)  # blocked on others
+        starting = [r for r in range(self.n) if r not in results and int(status[r, shm.STATE]) == shm.STARTING]
+        if starting:
+            self.all_started = None
+        elif self.all_started is None:
+            self.all_started = now
         late = False
         for r in range(self.n):
             state = int(status[r, shm.STATE])
-            limit = STARTUP_LIMIT if state == shm.STARTING else self.timeout
-            if r not in results and state in watched and now - status[r, shm.T_PROGRESS] > limit:
-                late = True
+            if r in results or state not in watched:
+                continue
+            if state == shm.STARTING:
+                late |= now - status[r, shm.T_PROGRESS] > STARTUP_LIMIT
+            elif not starting:
+                late |= now - max(status[r, shm.T_PROGRESS], self.all_started) > self.timeout
         if late:  # every rank blocked in communication is part of the deadlock
             stuck = [r for r in range(self.n) if r not in results and int(status[r, shm.STATE]) in watched]
             lines = [f"  rank {r}: {self._doing(r, now)}" for r in range(self.n)]

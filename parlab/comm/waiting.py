@@ -1,0 +1,114 @@
+"""How a local-backend rank waits: spin only where a spin can pay, then sleep on a real event.
+
+A rank that waits for a peer can spin (look again and again, yielding the core) or block (let
+the kernel wake it when the peer's bytes arrive). Spinning wins while every rank has a core of
+its own: the wake-up costs microseconds a spin does not. It loses badly when ranks outnumber
+the free cores (4 ranks on a 2-core laptop with a browser open): the spinner holds the core the
+peer it waits for needs, so every step of a ring waits for the scheduler's time slice. gloo
+always blocks, and wins there. So (MPICH and Open MPI's shared-memory transports do the same:
+a bounded spin, then a blocking wait):
+
+- ``WaitPolicy`` spins for ``spin_s`` only when the ranks fit the cores this process may use
+  (``os.sched_getaffinity``), and watches its own spins: when fewer than a quarter of the last
+  ``WINDOW`` spins saw the event arrive (the cores are busy with other work: load, not ranks),
+  it stops spinning for the next ``REST`` waits, then tries again;
+- ``futex_wait`` / ``futex_wake`` block on a 32-bit word of the shared arena (Linux's futex on
+  a shared mapping: the waiter sleeps until a peer that changed the word wakes it), for the
+  ``shm_direct`` counters, which have no socket to poll; where there is no futex it sleeps in
+  short, growing steps instead.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+SPIN_S = float(os.environ.get("PARLAB_SPIN", 100e-6))  # seconds a rank spins before it blocks
+WINDOW = 64  # spins judged together
+REST = 1024  # waits without spinning once spinning has stopped paying
+_FUTEX_WAIT, _FUTEX_WAKE = 0, 1  # shared (not FUTEX_PRIVATE_FLAG): the word is in a shared mapping
+_SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}.get(platform.machine().lower())
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity mask), not the machine's count."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)  # pragma: no cover - macOS
+
+
+class WaitPolicy:
+    """One rank's choice, wait by wait, between spinning first and blocking at once."""
+
+    def __init__(self, ranks: int, spin_s: float = SPIN_S, cores: int | None = None):
+        cores = usable_cores() if cores is None else cores
+        self.spin_s = spin_s if ranks <= cores else 0.0  # oversubscribed: never spin
+        self.oversubscribed = ranks > cores
+        self.spins = self.hits = 0
+        self.resting = 0  # waits left without a spin
+
+    def budget(self) -> float:
+        """Seconds to spin before blocking, for the wait about to start."""
+        if self.resting:
+            self.resting -= 1
+            return 0.0
+        return self.spin_s
+
+    def spun(self, hit: bool) -> None:
+        """The spin just made saw the event (``hit``) or gave up and blocked."""
+        self.spins += 1
+        self.hits += hit
+        if self.spins == WINDOW:
+            if 4 * self.hits < WINDOW:  # spinning mostly burnt the core a peer needed
+                self.resting = REST
+            self.spins = self.hits = 0
+
+
+def _syscall():
+    if _SYS_FUTEX is None or not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:  # pragma: no cover
+        return None
+    fn = libc.syscall
+    fn.restype = ctypes.c_long
+    return fn
+
+
+_syscall_fn = _syscall()
+HAVE_FUTEX = _syscall_fn is not None
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+def futex_word(counter: np.ndarray) -> int:
+    """The address of the low 32 bits of a one-element int64 counter in shared memory (little
+    endian: the bits that change on every increment)."""
+    assert counter.dtype == np.int64 and sys.byteorder == "little"
+    return counter.ctypes.data
+
+
+def futex_wait(address: int, expected: int, timeout_s: float) -> None:
+    """Sleep until the 32-bit word at ``address`` is woken, while it still holds ``expected``
+    (low 32 bits), for at most ``timeout_s``. Returns at once if the word has changed already:
+    no wake-up is lost between the caller's last look and the sleep."""
+    if _syscall_fn is None:  # pragma: no cover - no futex: a short sleep
+        time.sleep(min(timeout_s, 200e-6))
+        return
+    ts = _Timespec(int(timeout_s), int((timeout_s % 1) * 1e9))
+    _syscall_fn(_SYS_FUTEX, ctypes.c_void_p(address), _FUTEX_WAIT,
+                ctypes.c_uint32(expected & 0xFFFFFFFF), ctypes.byref(ts), None, 0)
+
+
+def futex_wake(address: int) -> None:
+    """Wake every rank sleeping on the 32-bit word at ``address``."""
+    if _syscall_fn is not None:
+        _syscall_fn(_SYS_FUTEX, ctypes.c_void_p(address), _FUTEX_WAKE, 0x7FFFFFFF, None, None, 0)
