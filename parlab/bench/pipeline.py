@@ -17,6 +17,7 @@ import time
 
 HELP = "pipeline executor vs torch.distributed.pipelining (gloo) on 4 ranks, and measured bubbles"
 NAMES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+TARGET = 1.0  # torch pipelining's step / parlab's executor on the local backend, per schedule
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -127,4 +128,10 @@ def run(args: argparse.Namespace) -> int:
     print("\nbubble (% of stage time), parlab local backend:")
     print(table(rows, ["schedule", "measured", "simulated, equal costs", "simulated, measured costs"],
                 "lrrr"))
-    return 0
+    missed = 0
+    for name in (n for n in NAMES if ("torch", n) in results):
+        ratio = results[("torch", name)][0] / results[("parlab-local", name)][0]
+        missed |= ratio < TARGET
+        print(f"parlab {name} (local) vs torch pipelining, {args.ranks} ranks: {ratio:.2f}x "
+              f"(target >= {TARGET:g}x): {'ok' if ratio >= TARGET else 'BELOW TARGET'}")
+    return int(missed)

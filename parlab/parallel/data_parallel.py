@@ -236,14 +236,17 @@ class DistributedDataParallel(nn.Module):
             return
         self._launch_ready(everything=True)
         n = self.comm.world_size
-        for b, handle, _flat, t0 in self._inflight:
+        for b, handle, flat, t0 in self._inflight:
             summed = handle.wait()  # (bucket numel,)
             if self.clock is not None:
                 self.clock.spans.append((("comm", b), t0, time.monotonic()))
+            # one division per bucket (in place when the result is our own buffer, not a view of
+            # a backend's memory)
+            summed = summed.div_(n) if summed is flat else summed.div(n)
             offset = 0
             for i in self.plan[b]:
                 p = self._params[i]
-                g = summed[offset:offset + p.numel()].view_as(p).div(n)
+                g = summed[offset:offset + p.numel()].view_as(p)
                 if p.grad is None:
                     p.grad = g.clone()
                 else:
