@@ -15,8 +15,8 @@ import time
 import cloudpickle
 import numpy as np
 import pytest
-from conftest import live_children
 
+from conftest import live_children
 from parlab.comm import launch
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

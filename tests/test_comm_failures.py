@@ -16,8 +16,8 @@ import time
 import cloudpickle
 import numpy as np
 import pytest
-from conftest import live_children, parlab_segments
 
+from conftest import live_children, parlab_segments
 from parlab.comm import CollectiveMismatch, CommTimeout, PeerGone, RankDied, RankError, launch, shm
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

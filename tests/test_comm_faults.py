@@ -20,8 +20,8 @@ import cloudpickle
 import numpy as np
 import pytest
 import torch
-from conftest import live_children
 
+from conftest import live_children
 from parlab.comm import RankDied, RankError, algorithms, launch
 from parlab.comm.arrays import DTYPES
 

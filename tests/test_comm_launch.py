@@ -35,7 +35,6 @@ def test_a_function_of_a_script_without_a_main_guard_runs(tmp_path):
     out = run_script(tmp_path, """
         import numpy as np
         from parlab.comm import launch
-from parlab.comm.torchrun import run_torchrun
 
         def double(comm, k):
             return comm.all_reduce(np.array([comm.rank * k])).tolist()

@@ -83,7 +83,15 @@ def read_line(proc: subprocess.Popen, limit: float, tmp_path: Path) -> str:
 
 # ---------------------------------------------------------------------------- Ctrl-C (item 3)
 INTERRUPTED_CALLER = """
-    import json, os, signal, sys
+    import signal
+
+    # Ctrl-C is taken only while launches run: one pressed later (the second of two) stays
+    # pending until the next run starts, so it never eats a command that is being answered.
+    # Blocked before any import: threads started later (OpenBLAS's) inherit the mask, so the
+    # signal can only reach the main thread, and only while it has SIGINT unblocked.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+    import json, os, sys
     from pathlib import Path
     from parlab.comm import launch
 
@@ -108,6 +116,16 @@ INTERRUPTED_CALLER = """
         maps = [line.split()[-2] for line in open("/proc/self/maps") if "memfd:" in line]
         return {"children": kids, "memfd": [f for f in fds if "memfd:" in f], "maps": maps}
 
+    def launches():  # again and again until a Ctrl-C ends it, as a cell that a learner stops
+        try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            while True:
+                launch(work, 3, backend=sys.argv[1])
+        except KeyboardInterrupt:
+            pass
+        finally:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
     print("ready", flush=True)
     while True:  # like a notebook kernel: a KeyboardInterrupt ends the cell, not the process
         try:
@@ -116,11 +134,10 @@ INTERRUPTED_CALLER = """
                 break
             if line == "run\\n":
                 print("running", flush=True)
-                while True:
-                    launch(work, 3, backend=sys.argv[1])
+                launches()
             else:
                 print(json.dumps(leftovers()), flush=True)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # taken just as a run ended: nothing was being answered
             pass
 """
 # seconds: a rank of the torch backend takes 1-3 s to import torch and meet the others
@@ -146,7 +163,7 @@ def test_ctrl_c_once_or_twice_at_any_moment_leaves_no_child_and_no_memfd(tmp_pat
             if twice:
                 time.sleep(rng.uniform(0, 0.02))
                 caller.send_signal(signal.SIGINT)
-            caller.stdin.write(b"check\n")  # read once the launch has cleaned up
+            caller.stdin.write(b"check\n")  # answered once the launch has cleaned up
             left = json.loads(read_line(caller, 30, tmp_path))
             assert left == {"children": [], "memfd": [], "maps": []}, (
                 f"trial {trial}: Ctrl-C {'twice' if twice else 'once'} {delay * 1000:.0f} ms into "

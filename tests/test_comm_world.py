@@ -235,9 +235,10 @@ def test_a_rank_lost_between_runs_is_named_and_the_next_run_gets_fresh_ranks(wor
     pids = world2.run(exits_when_told, str(fifo))
     runs, starts = world2.runs, world2.starts
     if how == "killed":
-        os.kill(pids[1], signal.SIGKILL)
-    with open(fifo, "wb") as end:  # the thread of rank 1 (still alive when killed: then unread)
-        end.write(b"x")
+        os.kill(pids[1], signal.SIGKILL)  # (opening the fifo now would wait for a reader forever)
+    else:
+        with open(fifo, "wb") as end:  # opens once rank 1's thread reads it: then it exits
+            end.write(b"x")
     os.waitid(os.P_PID, pids[1], os.WEXITED | os.WNOWAIT)  # it has ended (not reaped: World does)
     died = "was killed by SIGKILL" if how == "killed" else "exited with code 5"
     with pytest.warns(RuntimeWarning, match=rf"rank 1 \(pid {pids[1]}\) {died} between runs: after run "

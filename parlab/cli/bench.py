@@ -47,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(module, args: argparse.Namespace) -> int:
-    """Run one bench between two lines naming the machine's load; 1 if it missed a target."""
-    print(f"machine: {conditions()}", flush=True)
+    """Run one bench, then name the machine's load before and after it (one line, printed only
+    once the bench has run: a bad option stays a one-line error); 1 if it missed a target."""
+    before = conditions()
     missed = int(module.run(args) or 0)
-    print(f"machine after the run: {conditions()}", flush=True)
+    print(f"machine: {before} before the run; {conditions().split(', ', 1)[1]} after", flush=True)
     return missed
