@@ -27,8 +27,11 @@ def fake_bench(monkeypatch):
 
     module.add_arguments, module.run = add_arguments, run
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setattr("parlab.bench.BENCHES", {"fake": module.__name__})
-    monkeypatch.setattr("parlab.cli.bench.BENCHES", {"fake": module.__name__})
+    import parlab.bench
+    import parlab.cli.bench
+
+    monkeypatch.setattr(parlab.bench, "BENCHES", {"fake": module.__name__})
+    monkeypatch.setattr(parlab.cli.bench, "BENCHES", {"fake": module.__name__})
 
 
 @pytest.mark.parametrize("argv, code", [([], 0), (["--miss"], 0), (["--check"], 0), (["--miss", "--check"], 1)])

@@ -4,8 +4,8 @@ Each module named in ``BENCHES`` defines ``HELP`` (one line), ``add_arguments(pa
 ``run(args) -> int``, and prints a readable report; ``run`` returns 1 when one of the targets
 it states was missed, else 0. A bench reports: ``parlab bench`` exits 1 for a missed target
 only under ``--check`` (what a suite or CI asks for), since on a learner's busy laptop a missed
-target is a measurement, not a failure. Every report starts and ends with the machine's
-condition (``conditions()``: cores and load average), so a figure is read with its load.
+target is a measurement, not a failure. Every report ends with the machine's condition before
+and after it (``conditions()``: cores and load average), so a figure is read with its load.
 """
 
 from __future__ import annotations
@@ -22,11 +22,17 @@ BENCHES: dict[str, str] = {
 }
 
 
-def conditions() -> str:
-    """'2 cores, load average 0.52 0.31 0.20 (1, 5, 15 min)': what the figures ran beside."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+def load_average() -> str:
+    """'load average 0.52 0.31 0.20 (1, 5, 15 min)', or 'load average unknown'."""
     try:
-        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()) + " (1, 5, 15 min)"
     except OSError:  # pragma: no cover - no load average on this platform
-        return f"{cores} cores, load average unknown"
-    return f"{cores} cores, load average {load} (1, 5, 15 min)"
+        return "load average unknown"
+
+
+def conditions() -> str:
+    """'2 cores, load average 0.52 0.31 0.20 (1, 5, 15 min)': what the figures ran beside (the
+    cores this process may use, as the local backend counts them)."""
+    from parlab.comm.waiting import usable_cores
+
+    return f"{usable_cores()} cores, {load_average()}"

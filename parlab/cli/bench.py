@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from parlab.bench import BENCHES, conditions
+from parlab.bench import BENCHES, conditions, load_average
 
 HELP = "run a benchmark: " + ", ".join(BENCHES) + " or all"
 CHECK_HELP = "exit 1 when a stated target is missed (default: report only, exit 0)"
@@ -51,5 +51,5 @@ def _report(module, args: argparse.Namespace) -> int:
     once the bench has run: a bad option stays a one-line error); 1 if it missed a target."""
     before = conditions()
     missed = int(module.run(args) or 0)
-    print(f"machine: {before} before the run; {conditions().split(', ', 1)[1]} after", flush=True)
+    print(f"machine: {before} before the run; {load_average()} after", flush=True)
     return missed
