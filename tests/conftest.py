@@ -40,7 +40,10 @@ def parlab_segments() -> set[str]:
 
 
 def live_children() -> list[int]:
-    """PIDs of this process's live (non-zombie) children."""
+    """PIDs of this process's live (non-zombie) children, less its zygotes (parlab.comm.zygote:
+    the warm process that forks ranks lives as long as this process, and ends with it)."""
+    from parlab.comm import zygote
+
     pids = []
     task = Path(f"/proc/{os.getpid()}/task")
     for t in task.iterdir() if task.is_dir() else []:
@@ -54,9 +57,24 @@ def live_children() -> list[int]:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if state != "Z":
+        if state != "Z" and pid not in zygote.pids():
             alive.append(pid)
     return alive
+
+
+def has_ended(pid: int, limit: float = 120.0) -> bool:
+    """Whether process ``pid`` (a rank: the caller's child, or its zygote's) ends within
+    ``limit`` seconds; a zombie has ended. Waits on its pidfd, not by polling."""
+    import select
+
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], limit)[0])
+    finally:
+        os.close(fd)
 
 
 def parlab_memfds() -> list[str]:
@@ -146,8 +164,11 @@ def settled(check, limit: float = SETTLE_S):
 @pytest.fixture(autouse=True, scope="session")
 def nothing_left_by_the_session():
     """After the whole session: no process it started, no memfd, no new temp directory."""
+    from parlab.comm import zygote
+
     before = temp_entries()
     yield
+    zygote.shutdown()  # the zygotes this process kept warm end with the session
     for p in multiprocessing.active_children():
         p.join(timeout=0)
     procs = settled(session_processes)
@@ -179,6 +200,9 @@ def no_leaks():
 # Warm worlds to share between the tests of a module (parlab.comm.World): module-scoped, so that
 # they are closed before the module's leak guard (no_leaks) looks; one per backend (params).
 # A test that makes a run fail gets a fresh set of ranks on the next run (World replaces them).
+VOLATILE_ENV = {"PYTEST_CURRENT_TEST"}  # set by pytest for each test phase; no rank reads it
+
+
 def _world(request, n: int):
     from parlab.comm import World
 
@@ -221,8 +245,11 @@ def warm_launches(request):
         if stream:
             return cold_launch(fn, world_size, *args, backend=backend, timeout=timeout,
                                capacity=capacity, stream=stream)
-        key = (world_size, backend, timeout, capacity, tuple(sorted(os.environ.items())))  # ranks
-        # read their environment once, at start: a test that sets a variable gets new ranks
+        # ranks read their environment once, at start: a test that sets a variable gets new
+        # ranks (pytest's own per-test PYTEST_CURRENT_TEST is not one: it would make every
+        # test start its ranks anew)
+        env = tuple(sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_ENV))
+        key = (world_size, backend, timeout, capacity, env)
         if key not in worlds:
             worlds[key] = World(world_size, backend=backend, timeout=timeout, capacity=capacity)
         return worlds[key].run(fn, *args)

@@ -52,9 +52,14 @@ def imports(comm, use_torch):
     return "torch" in sys.modules, float(comm.all_reduce(np.ones(2))[0])
 
 
-def test_workers_import_torch_only_when_the_function_uses_it():
+def test_fresh_workers_import_torch_only_when_the_function_uses_it(monkeypatch):
+    monkeypatch.setenv("PARLAB_ZYGOTE", "0")  # each rank a fresh interpreter
     assert launch(imports, 2, False) == [(False, 2.0)] * 2
     assert launch(imports, 2, True) == [(True, 2.0)] * 2
+
+
+def test_forked_workers_find_torch_imported_by_their_zygote():
+    assert launch(imports, 2, False) == [(True, 2.0)] * 2  # paid once, by the zygote
 
 
 def talks(comm):

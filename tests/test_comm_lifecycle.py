@@ -93,7 +93,7 @@ INTERRUPTED_CALLER = """
 
     import json, os, sys
     from pathlib import Path
-    from parlab.comm import launch
+    from parlab.comm import launch, zygote
 
     # what a terminal gives an interactive process, whatever this one inherited (a shell's
     # background job, nohup and some CI runners hand SIGINT down ignored)
@@ -107,6 +107,7 @@ INTERRUPTED_CALLER = """
         kids = []
         for task in Path("/proc/self/task").iterdir():
             kids += (task / "children").read_text().split()  # zombies are listed too
+        kids = [k for k in kids if int(k) not in zygote.pids()]  # it stays, to fork the next ranks
         fds = []
         for fd in os.listdir("/proc/self/fd"):
             try:

@@ -12,6 +12,7 @@ import cloudpickle
 import numpy as np
 import pytest
 
+from conftest import has_ended
 from parlab.comm import (
     CollectiveMismatch,
     CommTimeout,
@@ -239,7 +240,7 @@ def test_a_rank_lost_between_runs_is_named_and_the_next_run_gets_fresh_ranks(wor
     else:
         with open(fifo, "wb") as end:  # opens once rank 1's thread reads it: then it exits
             end.write(b"x")
-    os.waitid(os.P_PID, pids[1], os.WEXITED | os.WNOWAIT)  # it has ended (not reaped: World does)
+    assert has_ended(pids[1]), f"rank 1 (pid {pids[1]}) did not end"  # (not reaped: World does)
     died = "was killed by SIGKILL" if how == "killed" else "exited with code 5"
     with pytest.warns(RuntimeWarning, match=rf"rank 1 \(pid {pids[1]}\) {died} between runs: after run "
                                             rf"{runs} ended.*replaced the whole set"):

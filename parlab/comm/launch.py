@@ -1,8 +1,11 @@
 """``launch(fn, world_size, *args)``: run ``fn(comm, *args)`` on fresh processes, return each rank's result.
 
-How the ranks start: ``subprocess.Popen`` of a fresh interpreter (``python -m
-parlab.comm.worker``), not ``fork``: forking a Jupyter kernel or a process with torch's thread
-pools copies threads and locks in unknown states. Unlike ``multiprocessing``'s spawn it never
+How the ranks start: as fresh interpreters (``python -m parlab.comm.worker``), never a fork of
+the caller: forking a Jupyter kernel or a process with torch's thread pools copies threads and
+locks in unknown states. To save each rank the seconds of importing torch, they are forked by a
+*zygote* (``zygote.py``): a fresh single-threaded interpreter that has imported torch and
+parlab.comm once, and forks a rank exactly as ``Popen`` would have started it (``PARLAB_ZYGOTE=0``:
+``Popen`` of each rank). Unlike ``multiprocessing``'s spawn it never
 re-imports the caller's ``__main__``: the function travels by value (cloudpickle), so a function
 typed in a notebook cell or in a script without an ``if __name__ == "__main__"`` guard works.
 Each worker inherits exactly the file descriptors it needs (``pass_fds``): its control socket,
@@ -56,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from . import reaper, shm
+from . import reaper, shm, zygote
 from .errors import CommTimeout, RankDied, RankError, connection_lost
 from .interrupts import DeferredInterrupts
 from .message import ALGORITHMS, OPS
@@ -142,7 +145,7 @@ def _checked(fn, world_size, backend, timeout, capacity, stream) -> tuple[int, f
 class _Launch:
     def __init__(self, n: int, backend: str, timeout: float, capacity: int, stream: bool):
         self.n, self.backend, self.timeout, self.capacity, self.stream = n, backend, timeout, capacity, stream
-        self.procs: list[subprocess.Popen] = []
+        self.procs: list = []  # subprocess.Popen or zygote.ZygoteProcess
         self.ctrl: list[socket.socket] = []
         self.fds: list[int] = []  # to close in cleanup
         self.socks: list[socket.socket] = []
@@ -184,11 +187,8 @@ class _Launch:
             self.ctrl.append(parent)
             self.socks.append(child)
             fds = [child.fileno(), life_r, arena_fd, *peer_fds[rank].values()]
-            self.procs.append(subprocess.Popen(
-                [sys.executable, "-m", "parlab.comm.worker", str(child.fileno()), str(life_r),
-                 self.store_dir or "-"],
-                pass_fds=fds, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=env, start_new_session=True))
+            self.procs.append(zygote.spawn([str(child.fileno()), str(life_r), self.store_dir or "-"],
+                                           fds, env))
         for s in self.socks:  # the workers hold their ends now
             s.close()
         self.socks = []
@@ -284,6 +284,8 @@ class _Launch:
         proc = self.procs[rank]
         if proc.returncode is not None:
             return True
+        if isinstance(proc, zygote.ZygoteProcess):  # the zygote reports without reaping
+            return proc.poll() is not None
         if not hasattr(os, "waitid"):  # pragma: no cover - then LOST_GRACE decides
             return True
         try:
@@ -522,6 +524,7 @@ def _worker_env(n: int, backend: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     # n ranks share the machine's cores: one intra-op thread each unless told otherwise
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // n)))
-    if backend == "torch":
-        env.setdefault("GLOO_SOCKET_IFNAME", "lo0" if sys.platform == "darwin" else "lo")
+    # gloo's interface (only the torch backend reads it): set for both, so that both backends'
+    # ranks have one environment and one zygote
+    env.setdefault("GLOO_SOCKET_IFNAME", "lo0" if sys.platform == "darwin" else "lo")
     return env
