@@ -57,6 +57,7 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter(11, "practice", "Practice: inference speed, multi-node bandwidth, launching runs",
             ("4.1", "4.2", "4.3", "4.4", "4.5")),
     Chapter(12, "interview_drill", "Interview drill", ()),
+    Chapter(13, "derivations", "Derivations: activations, FLOPs, MFU, ZeRO, TP bytes, three inequalities", ()),
 )
 
 #: guide section -> the question, paraphrased in English

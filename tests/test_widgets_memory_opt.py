@@ -48,3 +48,21 @@ def test_bad_input_clears_the_result_and_names_the_rule(dash):
     assert dash.png == b"" and "no result" in dash.output.value
     dash.controls["offload"].value = "none"
     assert dash.last_error is None and dash.png
+
+
+def test_the_dashboard_shows_each_phase_and_which_sets_the_peak(dash):
+    # issue 19 item 9: LLaMA-7B, one GPU, micro-batch 3, 16-bit gradients: the same total under every
+    # policy because the optimizer step sets it; the forward/backward column is what recompute moves
+    from parlab.costmodel.phases import step_phases
+
+    fb = {}
+    for policy in ("none", "full"):
+        r = memory_options("llama-7b", 2048, 3, policy, "none", "bf16", 0, 1)
+        ph = step_phases(r.chosen)
+        fb[policy] = ph.forward_backward.total
+        out = dash.html(r)  # the table the dashboard shows, without rendering its figure
+        assert "forward/backward (GB)" in out and "optimizer step (GB)" in out
+        assert f"{ph.forward_backward.total / 1e9:,.2f}" in out and f"{ph.optimizer_step.total / 1e9:,.2f}" in out
+        assert f"peak: the {ph.peak.name} phase" in out and ph.why().split(":")[0] in out
+        assert "fp32 gradient copy" in out and "runtime buffers" in out and "fragmentation" in out
+    assert fb["none"] - fb["full"] > 20e9

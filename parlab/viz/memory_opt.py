@@ -1,37 +1,50 @@
-"""Pictures for chapter 09: one GPU's memory by term under each recompute policy, and the
-activation bytes TinyGPT really stored beside the cost model's count."""
+"""Pictures for chapter 09: one GPU's memory by term in each phase of the step under each
+recompute policy, and the activation bytes TinyGPT really stored beside the cost model's count."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from parlab.costmodel.estimate import Estimate
+from parlab.costmodel.phases import StepPhases
 
 from .costmodel import MEMORY_COLORS, stacked_bar
 
 POLICY_ORDER = ("none", "selective", "full")
+#: the terms of ``parlab.costmodel.phases.TERMS``, coloured as ``MEMORY_COLORS`` where they match
+PHASE_COLORS = {"parameters": MEMORY_COLORS["parameters"], "gradients": MEMORY_COLORS["gradients"],
+                "optimizer states": MEMORY_COLORS["optimizer states"], "activations": MEMORY_COLORS["activations"],
+                "fp32 gradient copy": "#e8b98f", "runtime buffers": "#777777", "fragmentation": "#cccccc"}
 
 
-def plot_memory_by_recompute(ax, estimates: Mapping[str, Estimate], chosen: str) -> None:
-    """One stacked bar (GB) per recompute policy of the most loaded GPU's memory, the ``chosen``
-    one labelled in bold, with the GPU's capacity as a dashed line."""
-    names = [p for p in POLICY_ORDER if p in estimates]
-    totals = []
-    for y, policy in enumerate(names):
-        totals.append(stacked_bar(ax, estimates[policy].memory_terms(), MEMORY_COLORS, 1e9, y=y, height=0.6))
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    est = estimates[names[0]]
+def plot_phases_by_recompute(ax, phases: Mapping[str, StepPhases], chosen: str) -> None:
+    """Two stacked bars (GB) per recompute policy: the forward/backward phase and the optimizer
+    step, the phase that sets the peak outlined; the ``chosen`` policy in bold; the GPU's capacity
+    as a dashed line."""
+    names = [p for p in POLICY_ORDER if p in phases]
+    labels, totals = [], []
+    for i, policy in enumerate(names):
+        ph = phases[policy]
+        for j, phase in enumerate(ph.phases):
+            y = 2.4 * i + j
+            totals.append(stacked_bar(ax, phase.terms, PHASE_COLORS, 1e9, y=y, height=0.8))
+            if phase is ph.peak:
+                ax.barh(y, phase.total / 1e9, height=0.8, fill=False, edgecolor="black", lw=1.4)
+            labels.append((y, f"{policy}: {'fwd/bwd' if j == 0 else 'step'}", policy == chosen))
+    est = phases[names[0]].estimate
     cap = est.memory_capacity / 1e9
-    ax.axvline(cap, color="black", lw=1.2, ls="--")
-    ax.text(cap, len(names) - 0.45, f"{est.cluster.gpu.name} {cap:.0f} GB ", fontsize=9, va="bottom", ha="right")
-    ax.set_yticks(range(len(names)), names, fontsize=9)
-    ax.set_ylabel("recompute", fontsize=9)
-    for tick, policy in zip(ax.get_yticklabels(), names, strict=True):
-        tick.set_fontweight("bold" if policy == chosen else "normal")
-    ax.set_ylim(-0.5, len(names))
+    top = 2.4 * (len(names) - 1) + 1.6
+    capacity = f"{est.cluster.gpu.name}: {cap:.0f} GB"
+    ax.axvline(cap, color="black", lw=1.2, ls="--", label=capacity)
+    handles, legend = ax.get_legend_handles_labels()
+    found = dict(zip(legend, handles, strict=True))
+    unique = {k: found[k] for k in [*PHASE_COLORS, capacity] if k in found}
+    ax.set_yticks([y for y, _, _ in labels], [t for _, t, _ in labels], fontsize=9)
+    for tick, (_, _, bold) in zip(ax.get_yticklabels(), labels, strict=True):
+        tick.set_fontweight("bold" if bold else "normal")
+    ax.set_ylim(-0.6, top + 0.6)
+    ax.invert_yaxis()
     ax.set_xlim(0, max(max(totals), cap) * 1.15)
-    ax.set_xlabel("memory per GPU (GB = 1e9 bytes)", fontsize=9)
+    ax.set_xlabel("memory per GPU (GB = 1e9 bytes); outlined: the phase that sets the peak", fontsize=9)
     ax.tick_params(labelsize=9)
     ax.legend(unique.values(), unique.keys(), loc="center left", fontsize=9, bbox_to_anchor=(1.01, 0.5),
               frameon=False)

@@ -1,5 +1,6 @@
 """Chapter 09's dashboard: model, sequence length, micro-batch, recompute, offload, precision ->
-one GPU's memory by term (the cost model), beside the other recompute policies."""
+one GPU's memory by term in each phase of the step (forward/backward against the optimizer step,
+``parlab.costmodel.phases``), which phase sets the peak, beside the other recompute policies."""
 
 from __future__ import annotations
 
@@ -18,6 +19,14 @@ from parlab.costmodel import (
     get_model,
     make_cluster,
 )
+from parlab.costmodel.phases import (
+    FORWARD_BACKWARD,
+    OPTIMIZER_STEP,
+    TERMS,
+    StepPhases,
+    step_phases,
+    term_labels,
+)
 from parlab.tables import human_bytes
 from parlab.viz.figures import new_figure
 from parlab.viz.html import html_table
@@ -32,10 +41,15 @@ GPU_COUNTS = [2**k for k in range(11)]
 
 @dataclass(frozen=True)
 class MemoryOptions:
-    """The chosen plan's estimate and the same plan under every recompute policy."""
+    """The chosen plan's estimate and the same plan under every recompute policy, each with its
+    two phases (``StepPhases``)."""
 
     chosen: Estimate
     by_recompute: dict[str, Estimate]
+
+    @property
+    def phases(self) -> dict[str, StepPhases]:
+        return {r: step_phases(e) for r, e in self.by_recompute.items()}
 
 
 def memory_options(model: str, seq_len: int, micro_batch: int, recompute: str, offload: str, dtype: str,
@@ -77,31 +91,42 @@ class MemoryOptDashboard(Dashboard):
 
     def html(self, r: MemoryOptions) -> str:
         est = r.chosen
-        rows = [[name, v / 1e9] for name, v in est.memory_terms().items()]
-        rows.append(["total on the GPU", est.memory_total / 1e9])
-        terms = html_table(rows, ["term", "GB per GPU"], {"GB per GPU": ",.2f"}, highlight_last=True)
-        side = [[f"recompute {p}", e.stage.activations.per_layer / 1e6, e.memory_total / 1e9,
-                 e.step_time, "yes" if e.fits else "no"] for p, e in r.by_recompute.items()]
-        side_table = html_table(side, ["policy", "MB / layer", "total GB", "step s", "fits?"],
-                                {"MB / layer": ",.1f", "total GB": ",.1f", "step s": ",.3f"})
+        ph = step_phases(est)
+        labels = term_labels(est)
+        fb, step = ph.forward_backward.terms, ph.optimizer_step.terms
+        rows = [[name, labels[name], fb[name] / 1e9, step[name] / 1e9] for name in TERMS]
+        rows.append(["total on the GPU", f"peak: the {ph.peak.name} phase", ph.forward_backward.total / 1e9,
+                     ph.optimizer_step.total / 1e9])
+        terms = html_table(rows, ["term", "what it is", f"{FORWARD_BACKWARD} (GB)", f"{OPTIMIZER_STEP} (GB)"],
+                           {f"{FORWARD_BACKWARD} (GB)": ",.2f", f"{OPTIMIZER_STEP} (GB)": ",.2f"},
+                           highlight_last=True)
+        side = []
+        for p, phases in r.phases.items():
+            e = phases.estimate
+            side.append([p, phases.forward_backward.total / 1e9, phases.optimizer_step.total / 1e9,
+                         e.memory_total / 1e9, phases.peak.name, e.step_time, "yes" if e.fits else "no"])
+        side_table = html_table(side, ["recompute", "fwd/bwd GB", "step GB", "peak GB", "set by", "step s", "fits?"],
+                                {"fwd/bwd GB": ",.1f", "step GB": ",.1f", "peak GB": ",.1f", "step s": ",.3f"})
         t = est.time_terms()
         extra = (f"<p>offloaded to the CPU: <b>{human_bytes(est.stage.cpu)}</b>; PCIe transfers "
                  f"{t['offload transfers']:.3f} s, CPU optimizer step {t['optimizer step']:.3f} s per step</p>"
                  if est.plan.offload != "none" else "")
         head = (f"<p><b>{html_lib.escape(est.model.name)}</b>, {html_lib.escape(est.plan.describe())}: "
                 f"<b>{human_bytes(est.memory_total)}</b> on the most loaded GPU "
-                f"({'fits' if est.fits else 'does not fit'} {est.cluster.gpu.name})</p>")
-        return (head + extra + '<div style="display:flex;gap:24px;align-items:flex-start">' + terms
-                + side_table + "</div>")
+                f"({'fits' if est.fits else 'does not fit'} {est.cluster.gpu.name}). "
+                f"{html_lib.escape(ph.why())}</p>")
+        return head + extra + terms + side_table
 
     def figure(self, r: MemoryOptions):
-        from parlab.viz.memory_opt import plot_memory_by_recompute
+        from parlab.viz.memory_opt import plot_phases_by_recompute
 
-        fig = new_figure(8.5, 2.4, left=0.12, right=0.64, bottom=0.2, top=0.95)
-        plot_memory_by_recompute(fig.add_subplot(), r.by_recompute, r.chosen.plan.recompute)
+        fig = new_figure(8.5, 2.8, left=0.2, right=0.7, bottom=0.17, top=0.96)
+        plot_phases_by_recompute(fig.add_subplot(), r.phases, r.chosen.plan.recompute)
         return fig
 
     def summary(self, r: MemoryOptions) -> str:
         est = r.chosen
-        return (f"{est.model.name}, {est.plan.describe()}: {human_bytes(est.memory_total)} per GPU, "
+        ph = step_phases(est)
+        return (f"{est.model.name}, {est.plan.describe()}: {human_bytes(est.memory_total)} per GPU "
+                f"(peak: {ph.peak.name}); forward/backward {human_bytes(ph.forward_backward.total)}, "
                 f"activations {human_bytes(est.memory_terms()['activations'])}")

@@ -1,0 +1,79 @@
+"""Issue 19's chapter claims, computed or checked on the stored notebooks: short answers of at most
+three bullets, one LLaMA-7B walk cited by every chapter that prints a total, the guide's f/g names
+(the same as Megatron's), and guide 1.12's options beside the naive split."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from parlab.course import COURSE_DIR, anchor
+
+ROOT = Path(__file__).resolve().parent.parent
+GUIDE = ROOT.parent / "shared" / "guide" / "interview_guide_zh.txt"
+SHORT = "**The short answer an interviewer wants.**"
+OWNED = ["01_why_distributed", "02_communication", "03_data_parallel", "04_pipeline_parallel",
+         "05_tensor_parallel", "06_comparing", "08_3d_parallelism", "09_memory_optimizations", "13_derivations"]
+
+
+def _cells(name: str):
+    return nbformat.read(COURSE_DIR / f"{name}.ipynb", as_version=4).cells
+
+
+@pytest.mark.parametrize("name", OWNED)
+def test_the_short_answer_is_at_most_three_bullets(name):
+    text = _cells(name)[0].source
+    after = text[text.index(SHORT) + len(SHORT):].lstrip("\n")
+    block = after.split("\n\n", 2)
+    lead = block[0] if not block[0].startswith("- ") else ""
+    bullets = re.findall(r"^- ", (block[1] if lead else block[0]), re.MULTILINE)
+    assert 1 <= len(bullets) <= 3, f"{name}: {len(bullets)} bullets"
+    assert len(lead.split()) <= 8
+    for b in re.split(r"^- ", block[1] if lead else block[0], flags=re.MULTILINE)[1:]:
+        assert len(b.split()) <= 60, f"{name}: a bullet of {len(b.split())} words"
+
+
+def test_every_chapter_printing_a_llama_total_cites_the_one_walk():
+    heading = "LLaMA-7B on one GPU, term by term"
+    ch09 = " ".join(c.source for c in _cells("09_memory_optimizations") if c.cell_type == "markdown")
+    assert f"### {heading}" in ch09 and "one_gpu_walk" in " ".join(c.source for c in _cells("09_memory_optimizations"))
+    link = f"09_memory_optimizations.ipynb#{anchor(heading)}"
+    for name in ("00_start_here", "01_why_distributed", "06_comparing"):
+        assert link in " ".join(c.source for c in _cells(name)), f"{name} does not cite the walk"
+
+
+def test_chapter_06_links_mfu_to_the_derivations():
+    text = " ".join(c.source for c in _cells("06_comparing"))
+    assert "13_derivations.ipynb" in text and "MFU" in text
+
+
+@pytest.mark.skipif(not GUIDE.exists(), reason="the guide is not beside this checkout")
+def test_the_guide_names_f_and_g_as_megatron_does():
+    guide = GUIDE.read_text(encoding="utf-8")
+    sec = guide[guide.index("\n1.7 "):guide.index("\n1.8 ")]
+    # the guide's two layers, each an input operator f and an output operator g
+    f_ops = re.findall(r"输入层（\$f\$）：\s*- forward：(.*?)\n- backward：(.*?)\n", sec)
+    g_ops = re.findall(r"输出层（\$g\$）：\s*- forward：(.*?)\n- backward：(.*?)\n", sec)
+    assert len(f_ops) == len(g_ops) == 2
+    # Megatron's f: identity forward, all-reduce backward; g: all-reduce forward, identity backward
+    assert any("identity" in fw and "all-reduce" in bw for fw, bw in f_ops)
+    assert any("all-reduce" in fw and "identity" in bw for fw, bw in g_ops)
+    text = " ".join(c.source for c in _cells("05_tensor_parallel"))
+    assert "names f and g as Megatron does" in text and "differently from Megatron" not in text
+
+
+def test_the_ways_out_of_guide_1_12_beside_the_naive_split():
+    from parlab.costmodel.too_big import too_big_options
+
+    opts = too_big_options("llama-13b", 8, 32)
+    assert all(e.fits for e in opts.values())
+    naive = opts["naive split (pp, 1 micro-batch)"]
+    assert naive.time.bubble > 0.5 * naive.step_time
+    three = [opts[k] for k in ("pipeline, 1F1B micro-batches", "tensor parallel (TP in the node)",
+                               "ZeRO-3 / FSDP data parallel")]
+    assert all(3 * e.step_time < naive.step_time for e in three)
+    offload = opts["1 GPU, optimizer offloaded"]
+    assert offload.plan.n_gpus == 1 and all(offload.tokens_per_s < e.tokens_per_s / e.plan.n_gpus for e in three)
