@@ -84,6 +84,8 @@ def parser() -> argparse.ArgumentParser:
     out = ap.add_argument_group("output")
     out.add_argument("--log-json", default=None, help="append one JSON line per step to FILE")
     out.add_argument("--quiet", action="store_true", help="no progress bar or step lines")
+    out.add_argument("--wide", action="store_true",
+                     help="step lines with every phase by its full name (default: under 100 columns)")
     out.add_argument("--kill-at", default=None, help=argparse.SUPPRESS)
     return ap
 
@@ -105,17 +107,34 @@ def parse_fault(text: str | None):
     return Fault(step, rank, during)
 
 
-class Progress:
-    """Rank 0's per-step output: a bar and the step's log line, and a JSON line per step."""
+SHORT_PHASES = {"pipeline": "pp", "tied embedding": "tied", "dp all-reduce": "dp",
+                "optimizer": "opt", "checkpoint": "ckpt"}  # the step line's names (--wide: full)
 
-    def __init__(self, total: int, quiet: bool = False, json_path: str | None = None):
-        self.total, self.quiet, self.json_path = total, quiet, json_path
+
+def short_line(log) -> str:
+    """A step in under 90 columns (launch prefixes '[rank 0] '): the loss, tokens/s and the
+    milliseconds of each phase that took one, by short name."""
+    ms = " ".join(f"{SHORT_PHASES.get(k, k)} {v * 1e3:.0f}" for k, v in log.phases.items()
+                  if round(v * 1e3))
+    return f"loss {log.loss:.4f} | {log.tokens_per_s:,.0f} tok/s" + (f" | ms: {ms}" if ms else "")
+
+
+class Progress:
+    """Rank 0's per-step output: a bar and the step's log line (short; ``wide``: every phase by
+    its full name), and a JSON line per step."""
+
+    def __init__(self, total: int, quiet: bool = False, json_path: str | None = None,
+                 wide: bool = False):
+        self.total, self.quiet, self.json_path, self.wide = total, quiet, json_path, wide
 
     def __call__(self, log) -> None:
         if not self.quiet:
-            done = round(BAR_WIDTH * log.step / self.total)
-            bar = "#" * done + "." * (BAR_WIDTH - done)
-            print(f"[{bar}] {log.step}/{self.total} {log.line()}", flush=True)
+            width = BAR_WIDTH if self.wide else BAR_WIDTH // 2
+            done = round(width * log.step / self.total)
+            bar = "#" * done + "." * (width - done)
+            text = f"{log.step}/{self.total} {log.line()}" if self.wide else \
+                f"{log.step}/{self.total} {short_line(log)}"
+            print(f"[{bar}] {text}", flush=True)
         if self.json_path:
             row = {"step": log.step, "loss": log.loss, "seconds": log.seconds,
                    "tokens_per_s": log.tokens_per_s, "phases": log.phases}
@@ -135,14 +154,14 @@ def cli_worker(comm, config, plan, steps, checkpoint, progress, fault, device="c
         start = f" (resumed at step {report.start_step})" if report.start_step else ""
         print(f"done: {steps} steps{start}, final loss {report.losses[-1]:.6f}" if report.losses
               else f"nothing to do: the checkpoint is already at step {report.start_step}")
-        print(summary_table(rows, comm.backend))
+        print(summary_table(rows, comm.backend, wide=progress.wide))
     return report
 
 
-def preflight(checkpoint, config, plan, probe_lock: bool) -> None:
+def preflight(checkpoint, config, plan, probe_lock: bool) -> int | None:
     """The checkpoint directory, before any rank starts: not held by another run (``probe_lock``:
-    only one process of a job probes), a resume has a complete, compatible checkpoint, a fresh
-    run finds no old one."""
+    only one process of a job probes), a resume has a complete, compatible checkpoint (its step
+    is returned), a fresh run finds no old one (None)."""
     from parlab.parallel.checkpoint import (
         check_compatible,
         latest_step,
@@ -160,8 +179,9 @@ def preflight(checkpoint, config, plan, probe_lock: bool) -> None:
         path = step_dir(checkpoint.directory, latest_step(checkpoint.directory))
         manifest, _ = read_checkpoint(path)
         check_compatible(path, manifest, config, plan, optimizer_settings())
-    else:
-        refuse_overwrite(checkpoint.directory)
+        return int(manifest["step"])
+    refuse_overwrite(checkpoint.directory)
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,7 +192,10 @@ def main(argv: list[str] | None = None) -> int:
 
         check_args(args, os.environ, torchrun)
     except ValueError as err:
-        print(f"parlab.train: {err}", file=sys.stderr)
+        # the same on every rank of a torchrun job: said once, by rank 0 (or where RANK is bad)
+        rank = os.environ.get("RANK", "").strip()
+        if not torchrun or not rank.isdigit() or int(rank) == 0:
+            print(f"parlab.train: {err}", file=sys.stderr)
         return 2
     from parlab.parallel.model import GPTConfig
     from parlab.parallel.train import Checkpointing, TrainPlan
@@ -191,9 +214,15 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint = None
         if args.checkpoint_dir is not None:
             checkpoint = Checkpointing(args.checkpoint_dir, args.save_every, args.resume)
-            preflight(checkpoint, config, plan, probe_lock=not torchrun or os.environ["RANK"] == "0")
+            done = preflight(checkpoint, config, plan,
+                             probe_lock=not torchrun or os.environ["RANK"] == "0")
+            if done is not None and done >= args.steps:
+                if not torchrun or os.environ["RANK"] == "0":
+                    print(f"nothing to do: the checkpoint in {args.checkpoint_dir} is at step {done} "
+                          f"and --steps is {args.steps} (raise --steps to train further)")
+                return 0
         fault = parse_fault(args.kill_at)
-        progress = Progress(args.steps, args.quiet, args.log_json)
+        progress = Progress(args.steps, args.quiet, args.log_json, args.wide)
         if args.tp_inside_node:
             per_node = args.gpus_per_node or int(os.environ.get("LOCAL_WORLD_SIZE", plan.world))
             plan.grid.check(gpus_per_node=per_node, tp_inside_node=True)

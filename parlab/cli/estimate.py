@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from parlab.cli import options
+from parlab.cli.fit import add_wide, fit
 
 HELP = "memory per GPU and step time of one DP/TP/PP/ZeRO plan, with every term explained"
 
@@ -66,6 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fp32-grads", action="store_true", help="accumulate and reduce gradients in fp32")
     parser.add_argument("--tokens", type=options.token_count,
                         help="also print the time to train on this many tokens, e.g. 300B")
+    add_wide(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,5 +91,5 @@ def run(args: argparse.Namespace) -> int:
     text = est.explain()
     if args.tokens is not None:
         text += f"\n\ntime to train on {human_count(args.tokens)} tokens: {human_seconds(est.time_to_train(args.tokens))}"
-    print(text)
+    print(fit(text, args.wide))
     return 0
