@@ -9,7 +9,7 @@
 Without torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) it starts
 dp x tp x pp processes itself (``parlab.comm.launch``, backend 'local' or 'torch'); under
 torchrun each process joins torchrun's process group (``parlab.comm.from_torchrun``: gloo on
-CPU, NCCL with ``--device cuda``) and runs the same worker. Rank 0 prints a progress bar and one
+CPU, NCCL with ``--device cuda``) and runs the same worker. Rank 0 prints one (--wide: with a progress bar)
 log line per step (loss, tokens/s, time by phase), and at the end every rank's bytes held and
 sent beside the cost model's prediction. ``--log-json FILE`` writes one JSON line per step.
 ``--kill-at STEP[:RANK[:save]]`` is fault injection for tests: that rank SIGKILLs itself at the
@@ -120,21 +120,20 @@ def short_line(log) -> str:
 
 
 class Progress:
-    """Rank 0's per-step output: a bar and the step's log line (short; ``wide``: every phase by
-    its full name), and a JSON line per step."""
+    """Rank 0's per-step output: the step's line ('step 3/20 loss ...', short; ``wide``: a
+    progress bar and every phase by its full name), and a JSON line per step."""
 
     def __init__(self, total: int, quiet: bool = False, json_path: str | None = None,
                  wide: bool = False):
         self.total, self.quiet, self.json_path, self.wide = total, quiet, json_path, wide
 
     def __call__(self, log) -> None:
-        if not self.quiet:
-            width = BAR_WIDTH if self.wide else BAR_WIDTH // 2
-            done = round(width * log.step / self.total)
-            bar = "#" * done + "." * (width - done)
-            text = f"{log.step}/{self.total} {log.line()}" if self.wide else \
-                f"{log.step}/{self.total} {short_line(log)}"
-            print(f"[{bar}] {text}", flush=True)
+        if not self.quiet and self.wide:
+            done = round(BAR_WIDTH * log.step / self.total)
+            bar = "#" * done + "." * (BAR_WIDTH - done)
+            print(f"[{bar}] {log.step}/{self.total} {log.line()}", flush=True)
+        elif not self.quiet:
+            print(f"step {log.step}/{self.total} {short_line(log)}", flush=True)
         if self.json_path:
             row = {"step": log.step, "loss": log.loss, "seconds": log.seconds,
                    "tokens_per_s": log.tokens_per_s, "phases": log.phases}

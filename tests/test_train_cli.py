@@ -61,7 +61,7 @@ def test_torchrun_gives_the_local_backend_loss(reference, tmp_path):
     got = losses(log)
     assert sorted(got) == [1, 2, 3]
     assert max(abs(got[s] - reference[s - 1]) for s in got) <= TOL
-    assert "step 3 loss" in out.stdout and "tok/s" in out.stdout  # the step lines
+    assert "step 3/3 loss" in out.stdout and "tok/s" in out.stdout  # the step lines
     assert "measured: all as the cost model predicts" in out.stdout  # the per-rank table
     assert max(map(len, out.stdout.splitlines())) <= 100, out.stdout  # '[rank 0] ' included
     assert list(tmp.iterdir()) == []  # no torchelastic_* log dir left behind

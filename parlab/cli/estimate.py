@@ -22,7 +22,7 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq", type=options.positive_int, help="sequence length (default: the model's)")
     parser.add_argument("--cluster", type=options.name_of("cluster", CLUSTERS, _CLUSTER_ALIASES), default="dgx-a100",
                         help="cluster kind: dgx-a100, dgx-h100, a800-hdr, pcie-10gbe, ... (default dgx-a100)")
-    parser.add_argument("--gpu", type=options.name_of("GPU", GPUS, _GPU_ALIASES),
+    parser.add_argument("--gpu", type=options.not_a_count(options.name_of("GPU", GPUS, _GPU_ALIASES), "--gpus"),
                         help="GPU preset overriding the cluster's (a100, h100, v100, ...)")
     parser.add_argument("--gpus-per-node", type=options.positive_int, help="GPUs per node (default: the cluster's, 8)")
     parser.add_argument("--intra", type=options.name_of("link", LINKS, _LINK_ALIASES),
