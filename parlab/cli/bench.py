@@ -60,8 +60,10 @@ def _report(module, args: argparse.Namespace, wide: bool = False) -> int:
     before = conditions()
     with contextlib.nullcontext() if wide else FittedLines():
         missed = int(module.run(args) or 0)
-    after = load_average().removeprefix("load average ").removesuffix(" (1, 5, 15 min)")
-    print(f"machine: {before} before the run; {after} after", flush=True)  # under 100 columns
+    span = " (1, 5, 15 min)"
+    after = load_average().removeprefix("load average ").removesuffix(span)
+    print(f"machine: {before.removesuffix(span)} before the run, {after} after{span if span in before else ''}",
+          flush=True)  # one line under 100 columns
     return missed
 
 
