@@ -9,8 +9,9 @@
 Without torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) it starts
 dp x tp x pp processes itself (``parlab.comm.launch``, backend 'local' or 'torch'); under
 torchrun each process joins torchrun's process group (``parlab.comm.from_torchrun``: gloo on
-CPU, NCCL with ``--device cuda``) and runs the same worker. Rank 0 prints one (--wide: with a progress bar)
-log line per step (loss, tokens/s, time by phase), and at the end every rank's bytes held and
+CPU, NCCL with ``--device cuda``) and runs the same worker. Rank 0 prints one
+log line per step (loss, tokens/s, time by phase; ``--wide``: with a progress bar and the phases'
+full names), and at the end every rank's bytes held and
 sent beside the cost model's prediction. ``--log-json FILE`` writes one JSON line per step.
 ``--kill-at STEP[:RANK[:save]]`` is fault injection for tests: that rank SIGKILLs itself at the
 start of that step (or while saving that step's checkpoint).
@@ -112,8 +113,8 @@ SHORT_PHASES = {"pipeline": "pp", "tied embedding": "tied", "dp all-reduce": "dp
 
 
 def short_line(log) -> str:
-    """A step in under 90 columns (launch prefixes '[rank 0] '): the loss, tokens/s and the
-    milliseconds of each phase that took one, by short name."""
+    """A step in a short line (launch prefixes '[rank 0] ', and the whole fits 100 columns): the
+    loss, tokens/s and the milliseconds of each phase that took one, by short name."""
     ms = " ".join(f"{SHORT_PHASES.get(k, k)} {v * 1e3:.0f}" for k, v in log.phases.items()
                   if round(v * 1e3))
     return f"loss {log.loss:.4f} | {log.tokens_per_s:,.0f} tok/s" + (f" | ms: {ms}" if ms else "")

@@ -66,11 +66,12 @@ def check_path_flags(args) -> None:
 
 
 def check_layout(*, dp: int, tp: int, pp: int, batch_size: int, m: int, v: int, schedule: str,
-                 n_layer: int, n_head: int, hidden: int, ffn: int, vocab_size: int | None = None,
-                 dropout: float = 0.0) -> None:
+                 n_layer: int, n_head: int, hidden: int, ffn: int | None = None,
+                 vocab_size: int | None = None, dropout: float = 0.0) -> None:
     """The rules of a 3D run (Megatron-LM: TP splits heads, hidden, the MLP and the vocabulary;
     DP splits the global batch into equal blocks, each into the schedule's m micro-batches;
-    every one of the pp x v virtual stages holds a layer). ``vocab_size`` None: not checked."""
+    every one of the pp x v virtual stages holds a layer). ``ffn`` or ``vocab_size`` None: not
+    checked."""
     if batch_size % dp:
         raise ValueError(f"batch_size={batch_size} must be divisible by dp={dp}: "
                          f"each data-parallel replica takes an equal block of the global batch")
@@ -117,7 +118,7 @@ def check_plan_flags(args, environ, torchrun: bool) -> None:
     schedule = make_schedule(key, args.pp, args.micro_batches, args.chunks)
     check_layout(dp=args.dp, tp=args.tp, pp=args.pp, batch_size=args.batch_size, m=schedule.m,
                  v=schedule.v, schedule=key, n_layer=args.layers, n_head=args.heads,
-                 hidden=args.hidden, ffn=4 * args.hidden)  # GPTConfig's ffn_mult
+                 hidden=args.hidden)  # the MLP's width is a multiple of hidden: tp | hidden is enough
     if torchrun:
         Grid(dp=args.dp, tp=args.tp, pp=args.pp).check(world=int(environ["WORLD_SIZE"]))
 

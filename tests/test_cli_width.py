@@ -108,9 +108,10 @@ def test_the_trainer_step_line_and_table_fit_with_the_rank_prefix(capsys):
     rows = [{"rank": r, "tp": r % 2, "dp": r // 2 % 2, "pp": r // 4,
              **{name: (327680.0, 327680.0) for name, _ in SUMMARY}} for r in range(8)]
     rows[3]["TP sent"] = (527360.0, 330752.0)  # a mismatch shows both
-    text = summary_table(rows, wide=False)
+    text = summary_table(rows, "torch", wide=False)
     assert max(len("[rank 0] " + line) for line in text.splitlines()) <= WIDTH
     assert "527,360 (!= 330,752)" in text and "327,680 / 327,680" in summary_table(rows)
+    assert "nominal" in text and "nominal" in summary_table(rows, "torch")
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -1,10 +1,11 @@
 """Output that fits a terminal: every ``parlab`` command prints at most ``WIDTH`` columns by
 default, and ``--wide`` prints its full lines and every column.
 
-``fit(text)`` wraps each long line: a too-long term line of ``Estimate.explain()``
-("  name   value   = formula ...") keeps its name and value and puts the formula below, indented,
-as the source lines under it; any other line continues under its own indent plus two. ``fit_table(rows, headers, ...)`` drops the last columns named droppable until
-the table fits (the command then says which were dropped and that ``--wide`` shows them).
+``fit(text)`` wraps a text that does not fit: each term line of ``Estimate.explain()``
+("  name   value   = formula ...") keeps its name and value and puts the formula below,
+indented as the source lines under it; any other long line continues under its own indent
+plus two. ``fit_table(rows, headers, ...)`` leaves out the columns named droppable, in turn,
+until the table fits (the command says which, and that ``--wide`` shows them).
 """
 
 from __future__ import annotations

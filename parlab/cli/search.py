@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
                     recompute=args.recompute, offload=args.offload, dtype=args.dtype)
     best = result.best()  # raises (one line, status 2) before anything is printed when nothing fits
     rows, head = result.rows(args.top), f"{model.name} on {cluster.describe()}, global batch {args.global_batch}"
-    dtype = " " + best.plan.describe().split()[-1]  # one --dtype for every plan: said once, above
+    dtype = " " + best.plan.dtype  # one --dtype for every plan (describe() ends with it): said once
     if not args.wide and all(str(r[1]).endswith(dtype) for r in rows):
         rows = [[r[0], str(r[1])[: -len(dtype)], *r[2:]] for r in rows]
         head += f",{dtype}"

@@ -7,8 +7,9 @@ prints one summary line (its class, what it is of, its key figures), and the col
 plans their top ``TOP`` plans on the lines below; ``_repr_html_`` draws those plans as a table
 in a notebook. The fields themselves are unchanged (``dataclasses.fields``, ``.ranked``, ...).
 
-``install()`` (run by ``parlab.costmodel`` on import) sets these methods on the classes in
-``RESULT_TYPES``, so the classes keep one job (the model) and the presentation lives here.
+``install()`` (run by ``parlab.costmodel`` on import) sets these methods on the classes that
+``result_types()`` lists, so the classes keep one job (the model) and the presentation lives
+here; tests/test_costmodel_reprs.py fails if a public result type is missing from the list.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def gather_summary(comm, report: RankReport, device: str = "cpu") -> list[dict] 
 def summary_table(rows: list[dict], backend: str = "local", wide: bool = True) -> str:
     """The per-rank table: 'measured / predicted' bytes (and micro-batches in flight); not
     ``wide`` (the command line's default, under 100 columns): the measured figure alone where
-    it equals the prediction, 'measured (predicted)' where it differs."""
+    it equals the prediction, 'measured (!= predicted)' where it differs."""
     head = ["rank", "tp", "dp", "pp"] + [name for name, _ in SUMMARY]
 
     def cell(measured: float, predicted: float) -> str:
@@ -70,5 +70,6 @@ def summary_table(rows: list[dict], backend: str = "local", wide: bool = True) -
         note = ("bytes per rank in the last step, measured: "
                 + ("all as the cost model predicts" if same else "'A (!= P)': the model predicts P")
                 + " (--wide: both)")
-    return "\n".join([note + (" (torch backend: collective bytes are nominal)" if backend == "torch"
-                               else ""), *lines])
+    torch_note = "(torch backend: collective bytes are nominal)" if backend == "torch" else ""
+    note = f"{note} {torch_note}" if wide and torch_note else note
+    return "\n".join([note, *([torch_note] if torch_note and not wide else []), *lines])
