@@ -47,3 +47,11 @@ def test_every_hint_is_readable_in_its_dimension():
     for dimension, hints in HINTS.items():
         for hint in hints:
             assert hint_values(hint, dimension), (dimension, hint)
+
+
+def test_an_unreadable_answer_is_told_the_cards_own_hint():
+    card = next(c for c in number_cards() if c.key == "hbm-a800-v100")  # answer 2.27, within 2%
+    result = card.check("about one")
+    assert not result.readable and "write e.g. " in result.message
+    hint = result.message.split("write e.g. ")[-1]
+    assert all(not too_near(v, float(card.answer), card.rtol) for v in hint_values(hint, card.dimension))

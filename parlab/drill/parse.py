@@ -99,23 +99,25 @@ _NUMBER = re.compile(r"""^\s*(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(
                      re.IGNORECASE | re.VERBOSE)
 
 
-def read_number(text: object, dimension: str, unit: str | None = None) -> float:
+def read_number(text: object, dimension: str, unit: str | None = None,
+                example: str | None = None) -> float:
     """The value of ``text`` in the base unit of ``dimension`` (bytes, bytes/s, seconds, ...).
 
     A missing unit means ``unit`` (the unit the question asks for; default the dimension's
     display unit): "12.5" for a GB question is 12.5 GB. Raises ``Unreadable`` naming the input
-    and an example of what is expected.
+    and an example of what is expected (``example``; default the dimension's).
     """
     dim = DIMENSIONS[dimension]
     default = dim.display if unit is None else unit
+    example = example or dim.example  # a card passes its own (``example_for``: never its answer)
     if not isinstance(text, str | int | float) or isinstance(text, bool):
-        raise Unreadable(f"expected a typed answer such as {dim.example}, got {text!r}")
+        raise Unreadable(f"expected a typed answer such as {example}, got {text!r}")
     raw = str(text).strip().replace("\u2009", " ").replace("\u00a0", " ").replace("×", "x")
     if not raw:
-        raise Unreadable(f"empty answer: type a number, e.g. {dim.example}")
+        raise Unreadable(f"empty answer: type a number, e.g. {example}")
     m = _NUMBER.match(raw.replace("x10^", "e").replace("*10^", "e"))
     if not m or not re.search(r"\d", m.group("num") or ""):
-        raise Unreadable(f"could not read a number from {raw!r}; write e.g. {dim.example}")
+        raise Unreadable(f"could not read a number from {raw!r}; write e.g. {example}")
     num = m.group("num").replace(",", "")
     value = float(Fraction(num) / Fraction(m.group("den"))) if m.group("den") else float(num)
     spelled = re.sub(r"\s+", " ", m.group("unit")).rstrip(".") or default
@@ -123,12 +125,12 @@ def read_number(text: object, dimension: str, unit: str | None = None) -> float:
         factor = _rate_factor(spelled.replace(" ", ""))
         if factor is None:
             raise Unreadable(f"unit {m.group('unit')!r} in {raw!r} is not a unit of {dimension}; "
-                             f"write e.g. {dim.example}")
+                             f"write e.g. {example}")
         return value * factor
     key = spelled.lower()
     if key not in dim.units:
         raise Unreadable(f"unit {m.group('unit')!r} in {raw!r} is not a unit of {dimension}; "
-                         f"write e.g. {dim.example}")
+                         f"write e.g. {example}")
     return value * dim.units[key]
 
 

@@ -157,7 +157,8 @@ class Card:
         raise Unreadable(f"{text.strip()!r} is not one of: {', '.join(self.options)}")
 
     def _check_number(self, answer: object) -> bool:
-        value = read_number(answer, self.dimension, self.unit)
+        value = read_number(answer, self.dimension, self.unit,
+                            example_for(self.dimension, self.answer, self.rtol))
         expected = float(self.answer)
         if expected == 0:
             return abs(value) <= 1e-12
