@@ -113,8 +113,8 @@ SHORT_PHASES = {"pipeline": "pp", "tied embedding": "tied", "dp all-reduce": "dp
 
 
 def short_line(log) -> str:
-    """A step in a short line (launch prefixes '[rank 0] ', and the whole fits 100 columns): the
-    loss, tokens/s and the milliseconds of each phase that took one, by short name."""
+    """A step in a short line (it fits 100 columns even with launch's '[rank 0] ' before it):
+    the loss, tokens/s and the milliseconds of each phase that took one, by short name."""
     ms = " ".join(f"{SHORT_PHASES.get(k, k)} {v * 1e3:.0f}" for k, v in log.phases.items()
                   if round(v * 1e3))
     return f"loss {log.loss:.4f} | {log.tokens_per_s:,.0f} tok/s" + (f" | ms: {ms}" if ms else "")
@@ -239,8 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         from parlab.comm import CommError, launch
 
         try:
-            launch(this.cli_worker, plan.world, config, plan, args.steps, checkpoint, progress,
-                   fault, backend=args.backend, timeout=args.timeout, stream=True)
+            with RankZeroPlain():
+                launch(this.cli_worker, plan.world, config, plan, args.steps, checkpoint, progress,
+                       fault, backend=args.backend, timeout=args.timeout, stream=True)
         except CommError as err:
             print(f"parlab.train: the run failed: {err}", file=sys.stderr)
             return 1
@@ -248,6 +249,33 @@ def main(argv: list[str] | None = None) -> int:
         print(f"parlab.train: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+class RankZeroPlain:
+    """``sys.stdout`` while the local ranks run: rank 0's lines (the step lines and the table,
+    the trainer's own output) without the '[rank 0] ' that ``launch`` puts before each line it
+    relays; another rank's output keeps its prefix, and stderr is untouched."""
+
+    PREFIX = "[rank 0] "
+
+    def __enter__(self):
+        self.out = sys.stdout
+        sys.stdout = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        sys.stdout = self.out
+
+    def write(self, text: str) -> int:
+        lines = text.split("\n")
+        self.out.write("\n".join(x.removeprefix(self.PREFIX) for x in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def __getattr__(self, name: str):  # fileno, isatty, encoding, ...: the real stdout's
+        return getattr(self.out, name)
 
 
 def check_cuda(torchrun: bool) -> None:

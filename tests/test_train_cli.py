@@ -81,6 +81,8 @@ def test_killed_mid_training_resumes_the_same_loss_curve(reference, tmp_path, mo
     resumed = run([*common, "--log-json", str(second), "--resume"], tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resumed at step 2" in resumed.stdout
+    lines = resumed.stdout.splitlines()  # rank 0's own output, without launch's '[rank 0] '
+    assert lines[0].startswith("step 3/6 loss ") and max(map(len, lines)) <= 100, resumed.stdout
     assert losses(second) == {s: reference[s - 1] for s in range(3, STEPS + 1)}  # exactly
     assert complete_steps(ckpt) == [2, 4, 6]
     # nothing left to resume: one line, exit 0, no rank started (not a table of zeros)
