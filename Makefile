@@ -1,11 +1,17 @@
 # parlab: the two commands a learner needs are `make lab` and `make test`.
 # Both create .venv on first use with the CPU build of torch 2.13.0 (pinned here, before the
 # package, so that pip never resolves an unpinned multi-GB CUDA build), then the package.
+# TORCH_INDEX is PyTorch's CPU wheel index, added to pip's own indexes (--extra-index-url, so a
+# local wheel cache or mirror in pip's config still answers) for torch alone (--no-deps; its
+# dependencies then come from pip's usual indexes): 2.13.0+cpu sorts above PyPI's CUDA 2.13.0.
+# A CUDA user names another index: make lab TORCH_INDEX=https://download.pytorch.org/whl/cu126
+# (TORCH_INDEX= empty leaves pip's configuration alone).
 
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 STAMP  := $(VENV)/.parlab-installed
 
 .PHONY: setup lab test notebooks exercises bench lint browser clean
@@ -15,6 +21,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --no-deps $(if $(TORCH_INDEX),--extra-index-url "$(TORCH_INDEX)") "$(TORCH)"
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)

@@ -9,8 +9,9 @@
 Without torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) it starts
 dp x tp x pp processes itself (``parlab.comm.launch``, backend 'local' or 'torch'); under
 torchrun each process joins torchrun's process group (``parlab.comm.from_torchrun``: gloo on
-CPU, NCCL with ``--device cuda``) and runs the same worker. Rank 0 prints a progress bar and one
-log line per step (loss, tokens/s, time by phase), and at the end every rank's bytes held and
+CPU, NCCL with ``--device cuda``) and runs the same worker. Rank 0 prints one
+log line per step (loss, tokens/s, time by phase; ``--wide``: with a progress bar and the phases'
+full names), and at the end every rank's bytes held and
 sent beside the cost model's prediction. ``--log-json FILE`` writes one JSON line per step.
 ``--kill-at STEP[:RANK[:save]]`` is fault injection for tests: that rank SIGKILLs itself at the
 start of that step (or while saving that step's checkpoint).
@@ -84,6 +85,8 @@ def parser() -> argparse.ArgumentParser:
     out = ap.add_argument_group("output")
     out.add_argument("--log-json", default=None, help="append one JSON line per step to FILE")
     out.add_argument("--quiet", action="store_true", help="no progress bar or step lines")
+    out.add_argument("--wide", action="store_true",
+                     help="step lines with every phase by its full name (default: under 100 columns)")
     out.add_argument("--kill-at", default=None, help=argparse.SUPPRESS)
     return ap
 
@@ -105,17 +108,33 @@ def parse_fault(text: str | None):
     return Fault(step, rank, during)
 
 
-class Progress:
-    """Rank 0's per-step output: a bar and the step's log line, and a JSON line per step."""
+SHORT_PHASES = {"pipeline": "pp", "tied embedding": "tied", "dp all-reduce": "dp",
+                "optimizer": "opt", "checkpoint": "ckpt"}  # the step line's names (--wide: full)
 
-    def __init__(self, total: int, quiet: bool = False, json_path: str | None = None):
-        self.total, self.quiet, self.json_path = total, quiet, json_path
+
+def short_line(log) -> str:
+    """A step in a short line (it fits 100 columns even with launch's '[rank 0] ' before it):
+    the loss, tokens/s and the milliseconds of each phase that took one, by short name."""
+    ms = " ".join(f"{SHORT_PHASES.get(k, k)} {v * 1e3:.0f}" for k, v in log.phases.items()
+                  if round(v * 1e3))
+    return f"loss {log.loss:.4f} | {log.tokens_per_s:,.0f} tok/s" + (f" | ms: {ms}" if ms else "")
+
+
+class Progress:
+    """Rank 0's per-step output: the step's line ('step 3/20 loss ...', short; ``wide``: a
+    progress bar and every phase by its full name), and a JSON line per step."""
+
+    def __init__(self, total: int, quiet: bool = False, json_path: str | None = None,
+                 wide: bool = False):
+        self.total, self.quiet, self.json_path, self.wide = total, quiet, json_path, wide
 
     def __call__(self, log) -> None:
-        if not self.quiet:
+        if not self.quiet and self.wide:
             done = round(BAR_WIDTH * log.step / self.total)
             bar = "#" * done + "." * (BAR_WIDTH - done)
             print(f"[{bar}] {log.step}/{self.total} {log.line()}", flush=True)
+        elif not self.quiet:
+            print(f"step {log.step}/{self.total} {short_line(log)}", flush=True)
         if self.json_path:
             row = {"step": log.step, "loss": log.loss, "seconds": log.seconds,
                    "tokens_per_s": log.tokens_per_s, "phases": log.phases}
@@ -135,14 +154,14 @@ def cli_worker(comm, config, plan, steps, checkpoint, progress, fault, device="c
         start = f" (resumed at step {report.start_step})" if report.start_step else ""
         print(f"done: {steps} steps{start}, final loss {report.losses[-1]:.6f}" if report.losses
               else f"nothing to do: the checkpoint is already at step {report.start_step}")
-        print(summary_table(rows, comm.backend))
+        print(summary_table(rows, comm.backend, wide=progress.wide))
     return report
 
 
-def preflight(checkpoint, config, plan, probe_lock: bool) -> None:
+def preflight(checkpoint, config, plan, probe_lock: bool) -> int | None:
     """The checkpoint directory, before any rank starts: not held by another run (``probe_lock``:
-    only one process of a job probes), a resume has a complete, compatible checkpoint, a fresh
-    run finds no old one."""
+    only one process of a job probes), a resume has a complete, compatible checkpoint (its step
+    is returned), a fresh run finds no old one (None)."""
     from parlab.parallel.checkpoint import (
         check_compatible,
         latest_step,
@@ -160,8 +179,9 @@ def preflight(checkpoint, config, plan, probe_lock: bool) -> None:
         path = step_dir(checkpoint.directory, latest_step(checkpoint.directory))
         manifest, _ = read_checkpoint(path)
         check_compatible(path, manifest, config, plan, optimizer_settings())
-    else:
-        refuse_overwrite(checkpoint.directory)
+        return int(manifest["step"])
+    refuse_overwrite(checkpoint.directory)
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,7 +192,10 @@ def main(argv: list[str] | None = None) -> int:
 
         check_args(args, os.environ, torchrun)
     except ValueError as err:
-        print(f"parlab.train: {err}", file=sys.stderr)
+        # the same on every rank of a torchrun job: said once, by rank 0 (or where RANK is bad)
+        rank = os.environ.get("RANK", "").strip()
+        if not torchrun or not rank.isdigit() or int(rank) == 0:
+            print(f"parlab.train: {err}", file=sys.stderr)
         return 2
     from parlab.parallel.model import GPTConfig
     from parlab.parallel.train import Checkpointing, TrainPlan
@@ -191,9 +214,15 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint = None
         if args.checkpoint_dir is not None:
             checkpoint = Checkpointing(args.checkpoint_dir, args.save_every, args.resume)
-            preflight(checkpoint, config, plan, probe_lock=not torchrun or os.environ["RANK"] == "0")
+            done = preflight(checkpoint, config, plan,
+                             probe_lock=not torchrun or os.environ["RANK"] == "0")
+            if done is not None and done >= args.steps:
+                if not torchrun or os.environ["RANK"] == "0":
+                    print(f"nothing to do: the checkpoint in {args.checkpoint_dir} is at step {done} "
+                          f"and --steps is {args.steps} (raise --steps to train further)")
+                return 0
         fault = parse_fault(args.kill_at)
-        progress = Progress(args.steps, args.quiet, args.log_json)
+        progress = Progress(args.steps, args.quiet, args.log_json, args.wide)
         if args.tp_inside_node:
             per_node = args.gpus_per_node or int(os.environ.get("LOCAL_WORLD_SIZE", plan.world))
             plan.grid.check(gpus_per_node=per_node, tp_inside_node=True)
@@ -210,8 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         from parlab.comm import CommError, launch
 
         try:
-            launch(this.cli_worker, plan.world, config, plan, args.steps, checkpoint, progress,
-                   fault, backend=args.backend, timeout=args.timeout, stream=True)
+            with RankZeroPlain():
+                launch(this.cli_worker, plan.world, config, plan, args.steps, checkpoint, progress,
+                       fault, backend=args.backend, timeout=args.timeout, stream=True)
         except CommError as err:
             print(f"parlab.train: the run failed: {err}", file=sys.stderr)
             return 1
@@ -219,6 +249,33 @@ def main(argv: list[str] | None = None) -> int:
         print(f"parlab.train: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+class RankZeroPlain:
+    """``sys.stdout`` while the local ranks run: rank 0's lines (the step lines and the table,
+    the trainer's own output) without the '[rank 0] ' that ``launch`` puts before each line it
+    relays; another rank's output keeps its prefix, and stderr is untouched."""
+
+    PREFIX = "[rank 0] "
+
+    def __enter__(self):
+        self.out = sys.stdout
+        sys.stdout = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        sys.stdout = self.out
+
+    def write(self, text: str) -> int:
+        lines = text.split("\n")
+        self.out.write("\n".join(x.removeprefix(self.PREFIX) for x in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def __getattr__(self, name: str):  # fileno, isatty, encoding, ...: the real stdout's
+        return getattr(self.out, name)
 
 
 def check_cuda(torchrun: bool) -> None:

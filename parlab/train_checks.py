@@ -1,13 +1,17 @@
-"""What ``python -m parlab.train`` checks before any rank starts: its arguments and torchrun's
-environment (``check_args``: plain Python, before torch is imported), and whether the run fits
-this machine's memory (``check_fits``: the cost model's estimate against what is available).
-Each failure is one ValueError naming the flag or variable, its value and the rule.
+"""What ``python -m parlab.train`` checks before any rank starts: its arguments, the layout
+rules of a 3D run and torchrun's environment (``check_args``: plain Python, before torch is
+imported), and whether the run fits this machine's memory (``check_fits``: the cost model's
+estimate against what is available). Each failure is one ValueError naming the flag or
+variable, its value and the rule. ``check_layout`` holds the rules of a 3D layout once:
+``parlab.parallel.train.TrainPlan.check`` calls it too.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
+import re
 from pathlib import Path
 
 TORCHRUN_INTS = {"RANK": 0, "WORLD_SIZE": 1, "LOCAL_RANK": 0, "LOCAL_WORLD_SIZE": 1, "MASTER_PORT": 1}
@@ -61,6 +65,78 @@ def check_path_flags(args) -> None:
             raise ValueError(f"--log-json {log}: its directory {path.parent} does not exist")
 
 
+def check_layout(*, dp: int, tp: int, pp: int, batch_size: int, m: int, v: int, schedule: str,
+                 n_layer: int, n_head: int, hidden: int, ffn: int | None = None,
+                 vocab_size: int | None = None, dropout: float = 0.0) -> None:
+    """The rules of a 3D run (Megatron-LM: TP splits heads, hidden, the MLP and the vocabulary;
+    DP splits the global batch into equal blocks, each into the schedule's m micro-batches;
+    every one of the pp x v virtual stages holds a layer). ``ffn`` or ``vocab_size`` None: not
+    checked."""
+    if batch_size % dp:
+        raise ValueError(f"batch_size={batch_size} must be divisible by dp={dp}: "
+                         f"each data-parallel replica takes an equal block of the global batch")
+    if (batch_size // dp) % m:
+        raise ValueError(f"each replica's batch batch_size / dp = {batch_size // dp} "
+                         f"must be divisible by the {m} micro-batches of schedule "
+                         f"{schedule!r} (equal micro-batches)")
+    if n_layer < pp * v:
+        raise ValueError(f"more pipeline pieces than layers: pp x v = {pp} x {v} for "
+                         f"n_layer={n_layer} (each virtual stage needs a layer)")
+    sizes = {"n_head": n_head, "hidden": hidden, "ffn": ffn, "vocab_size": vocab_size}
+    for name, size in sizes.items():
+        if size is not None and size % tp:
+            raise ValueError(f"the tensor-parallel degree tp={tp} must divide "
+                             f"{name}={size}: each TP rank holds {name}/tp of it")
+    if dropout:
+        raise ValueError(f"the 3D trainer needs GPTConfig.dropout=0, got {dropout}: "
+                         f"dropout masks consistent across TP ranks need Megatron's RNG tracker")
+
+
+def check_schedule(args) -> str:
+    """--schedule names one of ``parlab.schedules.SCHEDULES`` (any case, _ for -): the key."""
+    from parlab.schedules import SCHEDULES
+
+    key = str(args.schedule).lower().replace("_", "-")
+    if key not in SCHEDULES:
+        close = difflib.get_close_matches(key, SCHEDULES, n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"--schedule must be one of {', '.join(SCHEDULES)}, got "
+                         f"{args.schedule!r}{hint}")
+    return key
+
+
+def check_plan_flags(args, environ, torchrun: bool) -> None:
+    """The layout of the flags (``check_layout``) and, under torchrun, dp x tp x pp against
+    its WORLD_SIZE, before torch is imported (the vocabulary's size is checked later)."""
+    from parlab.layout import Grid
+    from parlab.schedules import make_schedule
+
+    key = check_schedule(args)
+    if args.hidden % args.heads:
+        raise ValueError(f"--hidden {args.hidden} must be divisible by --heads {args.heads} "
+                         f"(each head gets hidden / heads dims)")
+    schedule = make_schedule(key, args.pp, args.micro_batches, args.chunks)
+    check_layout(dp=args.dp, tp=args.tp, pp=args.pp, batch_size=args.batch_size, m=schedule.m,
+                 v=schedule.v, schedule=key, n_layer=args.layers, n_head=args.heads,
+                 hidden=args.hidden)  # the MLP's width is a multiple of hidden: tp | hidden is enough
+    if torchrun:
+        Grid(dp=args.dp, tp=args.tp, pp=args.pp).check(world=int(environ["WORLD_SIZE"]))
+
+
+def check_resume(args) -> None:
+    """--resume needs a checkpoint to resume: a quick look for any ``step-N`` directory (the
+    checkpoint code checks it is complete, after torch is imported)."""
+    if not args.resume or args.checkpoint_dir is None:
+        return
+    d = Path(args.checkpoint_dir)
+    if not d.is_dir():
+        raise ValueError(f"--resume: no checkpoint to resume: {args.checkpoint_dir} does not exist; "
+                         f"start without --resume")
+    if not any(re.fullmatch(r"step-\d+", p.name) and p.is_dir() for p in d.iterdir()):
+        raise ValueError(f"--resume: no complete checkpoint in {args.checkpoint_dir}; refusing to "
+                         f"start from scratch (start without --resume)")
+
+
 def check_args(args, environ=os.environ, torchrun: bool = False) -> None:
     """Every argument of ``parlab.train.parser()``, before torch is imported."""
     for flag in ("steps", "dp", "tp", "pp", "micro_batches", "chunks", "batch_size", "layers",
@@ -72,6 +148,8 @@ def check_args(args, environ=os.environ, torchrun: bool = False) -> None:
     _positive_number("--timeout", args.timeout)
     check_path_flags(args)
     check_env(environ, torchrun)
+    check_plan_flags(args, environ, torchrun)
+    check_resume(args)
 
 
 # ---------------------------------------------------------------------------- memory

@@ -12,6 +12,7 @@ def test_the_comm_benchmark_prints_ratios_bus_bandwidth_and_launch_latency(capsy
                  "--rounds", "1", "--repeats", "1", "--launches", "1"]) == 0
     out = capsys.readouterr().out
     assert "gloo/local" in out and "local busbw (GB/s)" in out
+    assert max(len(line) for line in out.splitlines()) <= 100, out  # fits the terminal (--wide: all)
     assert "memcpy bandwidth of this machine" in out
     assert "launch latency" in out and "torch" in out
     assert "async_op=True" in out and "compute that leaves the cores free" in out  # the overlap

@@ -13,7 +13,7 @@ from parlab.comm import CommError, RankError, launch
 from parlab.comm.algorithms import block_bounds, ring_schedule
 from parlab.costmodel import alphabeta
 
-from .ranks import is_stub
+from .stub import StillAStub, refuse_stubs
 
 # (shape, dtype) of the arrays each world size is checked on: sizes that n does not divide,
 # fewer elements than ranks, several dimensions, integers as well as floats
@@ -99,15 +99,14 @@ def check_ring_all_reduce(fn, seed: int = 0) -> None:
     step s of the reduce-scatter, block (r-s) mod n in step s of the all-gather, blocks cut by
     ``block_bounds``). Raises AssertionError naming the first failing case; the stub's
     NotImplementedError passes through (at once, before any rank starts)."""
-    if is_stub(fn):
-        raise NotImplementedError("ring_all_reduce is still a stub")
+    refuse_stubs(ring_all_reduce=fn)
     for n in WORLD_SIZES:
         shapes = SHAPES + random_shapes(seed + n)
         try:
             per_rank = launch(run_learner, n, fn, seed, shapes, timeout=20)
         except RankError as err:
             if err.exc_type == "NotImplementedError":
-                raise NotImplementedError(f"ring_all_reduce is still a stub (rank {err.rank})") from None
+                raise StillAStub(f"ring_all_reduce is still a stub (rank {err.rank})") from None
             raise AssertionError(f"your function failed on {n} ranks:\n{err}") from None
         for i, (shape, dtype) in enumerate(shapes):
             want = sum(rank_data(r, shape, dtype, seed) for r in range(n))

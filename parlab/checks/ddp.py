@@ -17,6 +17,7 @@ import numpy as np
 from parlab.parallel.bucket import bucket_bytes, bucket_plan
 
 from .ranks import launch_learner_code
+from .stub import refuse_stubs
 
 WORLD = 3          # odd: dividing by 2 instead of the world size shows
 STEPS = 3          # SGD steps compared with serial training
@@ -37,6 +38,7 @@ def _plan_cases(seed: int) -> list[tuple[list[int], int]]:
 
 
 def check_plan(make_buckets, seed: int = 0) -> None:
+    refuse_stubs(make_buckets=make_buckets)
     for sizes, cap in _plan_cases(seed):
         got = make_buckets(list(sizes), cap)
         want = bucket_plan(sizes, cap)

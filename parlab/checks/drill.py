@@ -15,6 +15,8 @@ from fractions import Fraction
 from parlab.drill import Quiz, get
 from parlab.drill.questions import Card, Result, wrap
 
+from .stub import refuse_stubs
+
 #: drill question key -> the name of the function that answers it (in the exercise's order)
 FUNCTIONS: dict[str, str] = {
     "gen-states": "model_state_bytes",
@@ -85,7 +87,8 @@ def check_drill_answers(*fns: Callable, seed: int = 0, more: int = 12) -> None:
     question with the learner's functions (passed in any order, found by name, see
     ``FUNCTIONS``); each answer must be judged correct by the card's own ``check``. Raises
     AssertionError naming the first card answered wrong: the function, its arguments, what it
-    returned and the card's verdict. A stub's NotImplementedError passes through."""
+    returned and the card's verdict. A stub fails at once (``StillAStub``)."""
+    refuse_stubs(*fns)
     functions = by_name(fns)
     rng = random.Random(seed)
     cards = round_cards(seed) + [get(k).pose(rng.randrange(2**31)) for k in FUNCTIONS for _ in range(more)]

@@ -6,6 +6,8 @@ import random
 
 from parlab.costmodel import OPTIMIZERS, PRECISIONS, model_state_memory
 
+from .stub import refuse_stubs
+
 KEYS = ("weights", "grads", "master", "optimizer_states")
 
 
@@ -13,7 +15,8 @@ def check_memory_estimator(fn, cases: int = 200, seed: int = 0) -> None:
     """Call ``fn(n_params, dtype, optimizer)`` on random cases; it must return a dict with the
     bytes of ``weights``, ``grads``, ``master`` and ``optimizer_states`` equal (to 1e-9
     relative) to ``parlab.costmodel.model_state_memory``. Raises AssertionError naming the
-    first case that differs."""
+    first case that differs; the stub fails at once (``StillAStub``)."""
+    refuse_stubs(fn)
     rng = random.Random(seed)
     dtypes, optimizers = list(PRECISIONS), list(OPTIMIZERS)
     for i in range(cases):

@@ -25,13 +25,15 @@ def launch_learner_code(fn, world_size: int, *args, stub: str, hint: str, timeou
     exception on a rank is an AssertionError with the rank and the last line of its traceback; a
     communication failure (a deadlock, mismatched calls) is an AssertionError ending in ``hint``.
     A learner's function that is still the stub fails at once, before any rank starts."""
+    from .stub import StillAStub
+
     if any(is_stub(a) for a in args):
-        raise NotImplementedError(f"{stub} (it still raises NotImplementedError)")
+        raise StillAStub(stub)
     try:
         return launch(fn, world_size, *args, timeout=timeout)
     except RankError as err:
         if err.exc_type == "NotImplementedError":
-            raise NotImplementedError(f"{stub} (rank {err.rank} raised NotImplementedError)") from None
+            raise StillAStub(f"{stub} (rank {err.rank} raised NotImplementedError)") from None
         last = (err.remote_traceback or "").strip().splitlines()
         raise AssertionError(f"rank {err.rank} raised {err.exc_type}: {last[-1] if last else err}") from None
     except CommError as err:

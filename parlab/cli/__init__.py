@@ -57,8 +57,49 @@ def build_parser() -> argparse.ArgumentParser:
         help_ = getattr(module, "HELPS", {}).get(name) or module.HELP
         p = sub.add_parser(name, help=help_, description=help_)
         module.add_arguments(p)
-        p.set_defaults(_module=module, _name=name)
+        p.set_defaults(_module=module, _name=name, _parser=p)
     return parser
+
+
+def _edits(a: str, b: str) -> int:
+    """Optimal string alignment distance: insertions, deletions, substitutions and swaps of
+    two neighbours ('--gpsu' is one swap from '--gpus')."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[-1][-1]
+
+
+def closest_flag(word: str, flags: list[str]) -> str | None:
+    """The flag nearest ``word`` in edits (ties: the one of its length), if near enough."""
+    word = word.split("=")[0]
+    scored = sorted((_edits(word, f), abs(len(f) - len(word)), f) for f in flags)
+    if scored and scored[0][0] <= max(2, len(word) // 3):
+        return scored[0][2]
+    return None
+
+
+def unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    """One line naming the (sub)command, the arguments it does not take and, for a flag, the
+    closest one it does: 'parlab estimate: error: unrecognized argument --gpsu 1024 (did you
+    mean --gpus?)'."""
+    flags = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    groups: list[list[str]] = []
+    for extra in extras:  # a flag with the values after it
+        if groups and groups[-1][0].startswith("-") and not extra.startswith("-"):
+            groups[-1].append(extra)
+        else:
+            groups.append([extra])
+    words = []
+    for group in groups:
+        close = closest_flag(group[0], flags) if group[0].startswith("-") else None
+        words.append(" ".join(group) + (f" (did you mean {close}?)" if close else ""))
+    plural = "s" if len(groups) > 1 else ""
+    return (f"{parser.prog}: error: unrecognized argument{plural} {', '.join(words)}; "
+            f"`{parser.prog} --help` lists its options")
 
 
 def _one_line(text: str) -> str:
@@ -67,7 +108,9 @@ def _one_line(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args, extras = build_parser().parse_known_args(argv)
+        if extras:
+            raise UsageError(unrecognized(getattr(args, "_parser", None) or build_parser(), extras))
     except UsageError as err:
         print(_one_line(err), file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from parlab.cli import options
+from parlab.cli.fit import add_wide, fit
 
 HELP = "memory per GPU and step time of one DP/TP/PP/ZeRO plan, with every term explained"
 
@@ -21,7 +22,7 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq", type=options.positive_int, help="sequence length (default: the model's)")
     parser.add_argument("--cluster", type=options.name_of("cluster", CLUSTERS, _CLUSTER_ALIASES), default="dgx-a100",
                         help="cluster kind: dgx-a100, dgx-h100, a800-hdr, pcie-10gbe, ... (default dgx-a100)")
-    parser.add_argument("--gpu", type=options.name_of("GPU", GPUS, _GPU_ALIASES),
+    parser.add_argument("--gpu", type=options.not_a_count(options.name_of("GPU", GPUS, _GPU_ALIASES), "--gpus"),
                         help="GPU preset overriding the cluster's (a100, h100, v100, ...)")
     parser.add_argument("--gpus-per-node", type=options.positive_int, help="GPUs per node (default: the cluster's, 8)")
     parser.add_argument("--intra", type=options.name_of("link", LINKS, _LINK_ALIASES),
@@ -66,6 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fp32-grads", action="store_true", help="accumulate and reduce gradients in fp32")
     parser.add_argument("--tokens", type=options.token_count,
                         help="also print the time to train on this many tokens, e.g. 300B")
+    add_wide(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,5 +91,5 @@ def run(args: argparse.Namespace) -> int:
     text = est.explain()
     if args.tokens is not None:
         text += f"\n\ntime to train on {human_count(args.tokens)} tokens: {human_seconds(est.time_to_train(args.tokens))}"
-    print(text)
+    print(fit(text, args.wide))
     return 0

@@ -70,6 +70,20 @@ def name_of(kind: str, names: Iterable[str], aliases: dict[str, str] | None = No
     return parse
 
 
+def not_a_count(parse: Callable[[str], str], count_flag: str) -> Callable[[str], str]:
+    """A name option that says where a number belongs: --gpu 8 is a GPU count meant for --gpus."""
+
+    def parse_name(text: str) -> str:
+        n = text.strip()
+        if n.isdigit():
+            raise argparse.ArgumentTypeError(f"got {text!r}, a number: for {n} GPUs use {count_flag} {n} "
+                                             f"(this flag takes a GPU preset; `parlab gpus` lists them)")
+        return parse(text)
+
+    parse_name.__name__ = parse.__name__
+    return parse_name
+
+
 def dtype(text: str) -> str:
     """A training precision of ``parlab.costmodel.plan.TRAINING_DTYPES`` (aliases such as mixed,
     amp, bf16-mixed), returned canonical."""

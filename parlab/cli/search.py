@@ -6,6 +6,7 @@ import argparse
 
 from parlab.cli import options
 from parlab.cli.estimate import add_cluster_arguments, model_and_cluster
+from parlab.cli.fit import WIDTH, add_wide, fit, fit_table
 
 HELP = "rank every valid plan of a model on a cluster by step time (the strategy advisor)"
 
@@ -28,19 +29,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", type=options.dtype, default="bf16",
                         help="bf16 or fp16 (mixed precision; 'mixed' = bf16), mixed-fp32-grad, fp32")
     parser.add_argument("--explain", action="store_true", help="explain the best plan term by term")
+    add_wide(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from parlab.costmodel import search
-    from parlab.tables import table
 
     model, cluster = model_and_cluster(args, args.gpus)
     result = search(model, cluster, args.global_batch, zero_stages=args.zero, micro_batches=args.micro_batches,
                     recompute=args.recompute, offload=args.offload, dtype=args.dtype)
     best = result.best()  # raises (one line, status 2) before anything is printed when nothing fits
-    print(f"{model.name} on {cluster.describe()}, global batch {args.global_batch}")
+    rows, head = result.rows(args.top), f"{model.name} on {cluster.describe()}, global batch {args.global_batch}"
+    dtype = " " + best.plan.dtype  # one --dtype for every plan (describe() ends with it): said once
+    if not args.wide and all(str(r[1]).endswith(dtype) for r in rows):
+        rows = [[r[0], str(r[1])[: -len(dtype)], *r[2:]] for r in rows]
+        head += f",{dtype}"
+    text, dropped = fit_table(rows, result.HEADERS, "rlrrrr", droppable=["tokens/s", "MFU"],
+                              wide=args.wide)
+    print(fit(head, args.wide))
     print(result.counts() + "\n")
-    print(table(result.rows(args.top), result.HEADERS, "rlrrrr"))
+    print(text)
+    if dropped:
+        print(f"({', '.join(dropped)} left out to fit {WIDTH} columns: --wide shows every column)")
     print()
-    print(best.explain() if args.explain else best.summary())
+    print(fit(best.explain() if args.explain else best.summary(), args.wide))
     return 0

@@ -111,3 +111,7 @@ __all__ = [
     "colossal_table", "compare_on_link", "layer_cost", "tp_layer_collectives",
     "Advice", "advise",
 ]
+
+from .reprs import install as _install_reprs  # noqa: E402  (short reprs of the result types)
+
+_install_reprs()

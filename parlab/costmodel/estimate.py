@@ -212,8 +212,9 @@ class Estimate:
         return (f"memory per GPU {human_bytes(self.memory_total)} of {human_bytes(self.memory_capacity)} "
                 f"({'fits' if self.fits else 'does NOT fit'}; {self.rank_label})\n"
                 f"step time {human_seconds(self.step_time)} for {plural(self.plan.batch, 'sequence')} of "
-                f"{plural(self.model.seq_len, 'token')}\nMFU {self.mfu:.1%}, {self.model_tflops_per_gpu:.1f} model TFLOP/s per GPU "
-                f"({self.hardware_tflops_per_gpu:.1f} with recomputation), {self.tokens_per_s:,.0f} tokens/s")
+                f"{plural(self.model.seq_len, 'token')}\nMFU {self.mfu:.1%}, {self.model_tflops_per_gpu:.1f} model TFLOP/s per GPU"
+                + (f" ({self.hardware_tflops_per_gpu:.1f} with recomputation)" if self.plan.recompute != "none" else "")
+                + f", {self.tokens_per_s:,.0f} tokens/s")
 
     def explain(self) -> str:
         """Every term with its value, formula and source, then the assumptions."""

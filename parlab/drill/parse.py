@@ -99,23 +99,25 @@ _NUMBER = re.compile(r"""^\s*(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(
                      re.IGNORECASE | re.VERBOSE)
 
 
-def read_number(text: object, dimension: str, unit: str | None = None) -> float:
+def read_number(text: object, dimension: str, unit: str | None = None,
+                example: str | None = None) -> float:
     """The value of ``text`` in the base unit of ``dimension`` (bytes, bytes/s, seconds, ...).
 
     A missing unit means ``unit`` (the unit the question asks for; default the dimension's
     display unit): "12.5" for a GB question is 12.5 GB. Raises ``Unreadable`` naming the input
-    and an example of what is expected.
+    and an example of what is expected (``example``; default the dimension's).
     """
     dim = DIMENSIONS[dimension]
     default = dim.display if unit is None else unit
+    example = example or dim.example  # a card passes its own (``example_for``: never its answer)
     if not isinstance(text, str | int | float) or isinstance(text, bool):
-        raise Unreadable(f"expected a typed answer such as {dim.example}, got {text!r}")
+        raise Unreadable(f"expected a typed answer such as {example}, got {text!r}")
     raw = str(text).strip().replace("\u2009", " ").replace("\u00a0", " ").replace("×", "x")
     if not raw:
-        raise Unreadable(f"empty answer: type a number, e.g. {dim.example}")
+        raise Unreadable(f"empty answer: type a number, e.g. {example}")
     m = _NUMBER.match(raw.replace("x10^", "e").replace("*10^", "e"))
     if not m or not re.search(r"\d", m.group("num") or ""):
-        raise Unreadable(f"could not read a number from {raw!r}; write e.g. {dim.example}")
+        raise Unreadable(f"could not read a number from {raw!r}; write e.g. {example}")
     num = m.group("num").replace(",", "")
     value = float(Fraction(num) / Fraction(m.group("den"))) if m.group("den") else float(num)
     spelled = re.sub(r"\s+", " ", m.group("unit")).rstrip(".") or default
@@ -123,12 +125,12 @@ def read_number(text: object, dimension: str, unit: str | None = None) -> float:
         factor = _rate_factor(spelled.replace(" ", ""))
         if factor is None:
             raise Unreadable(f"unit {m.group('unit')!r} in {raw!r} is not a unit of {dimension}; "
-                             f"write e.g. {dim.example}")
+                             f"write e.g. {example}")
         return value * factor
     key = spelled.lower()
     if key not in dim.units:
         raise Unreadable(f"unit {m.group('unit')!r} in {raw!r} is not a unit of {dimension}; "
-                         f"write e.g. {dim.example}")
+                         f"write e.g. {example}")
     return value * dim.units[key]
 
 
@@ -140,3 +142,49 @@ def unit_factor(dimension: str, unit: str) -> float:
 def normalize_name(text: str) -> str:
     """'All-Reduce', 'all_reduce', ' allreduce ' -> 'allreduce' (case, spaces, - and _ ignored)."""
     return re.sub(r"[\s\-_.'\"`()]+", "", str(text).lower())
+
+
+# ---------------------------------------------------------------------------- input hints
+#: Example inputs per dimension, far apart: a card shows the first whose numbers all lie well
+#: away from its answer (``example_for``), so a hint never gives the answer away (issue 20:
+#: "e.g. 1.25 GB/s" on the 10 GbE card, whose answer is 1.25 GB/s; "e.g. 2.3x" within 2% of 2.27).
+HINTS: dict[str, tuple[str, ...]] = {
+    "bytes": (DIMENSIONS["bytes"].example, "350 MB (also GB, TB, GiB, bytes)",
+              "4 TB (also GB, MB, GiB, bytes)"),
+    "rate": (DIMENSIONS["rate"].example, "40 GB/s (also Gb/s = gigabits, Gbps, MB/s)",
+             "300 MB/s (also GB/s, Gb/s = gigabits, Gbps)"),
+    "seconds": (DIMENSIONS["seconds"].example, "3.5 s (also ms, µs or us, min, h, days, years)",
+                "20 min (also s, ms, µs or us, h, days, years)"),
+    "count": (DIMENSIONS["count"].example, "13B, 70M, 512, 4.5e21", "175B, 1.5M, 64, 3e25"),
+    "fraction": (DIMENSIONS["fraction"].example, "0.6, 60%, 5/8", "0.05, 5%, 1/20"),
+    "ratio": (DIMENSIONS["ratio"].example, "7.5 or 7.5x", "0.4 or 0.4x"),
+    "bytes/param": (DIMENSIONS["bytes/param"].example, "6 or 6 bytes/param", "40 or 40 bytes/param"),
+}
+NEAR = 0.25  # a hint value within 25% of the answer (or 3x the card's tolerance) is too near
+
+
+def hint_values(hint: str, dimension: str) -> list[float]:
+    """The values an example hint shows, in base units: '2.3 or 2.3x' -> [2.3, 2.3]."""
+    head = re.sub(r"\s*\(.*\)\s*$", "", hint)  # '1.25 GB/s (also ...)' -> '1.25 GB/s'
+    return [read_number(part, dimension) for part in re.split(r",\s*|\s+or\s+", head) if part.strip()]
+
+
+def too_near(value: float, answer: float, rtol: float) -> bool:
+    """Whether a hint ``value`` lies within max(NEAR, 3 rtol) of ``answer`` (relative)."""
+    if answer == 0:
+        return abs(value) <= 1e-12
+    return abs(value - answer) <= max(NEAR, 3 * rtol) * abs(answer)
+
+
+def example_for(dimension: str, answer: object = None, rtol: float = 0.0) -> str:
+    """The example input a card of ``dimension`` shows: the first of ``HINTS`` none of whose
+    values is ``too_near`` its ``answer`` (any hint when the answer is not a number)."""
+    try:
+        target = float(answer)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return HINTS[dimension][0]
+    for hint in HINTS[dimension]:
+        if not any(too_near(v, target, rtol) for v in hint_values(hint, dimension)):
+            return hint
+    unit = DIMENSIONS[dimension].display
+    return f"a number{' in ' + unit if unit else ''} (every example lies near this answer)"

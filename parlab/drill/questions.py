@@ -18,7 +18,7 @@ from fractions import Fraction
 
 from parlab.course import chapters_for
 
-from .parse import DIMENSIONS, Unreadable, normalize_name, read_number, unit_factor
+from .parse import DIMENSIONS, Unreadable, example_for, normalize_name, read_number, unit_factor
 from .titles import TITLES, title
 
 #: the topics a question may carry (a dashboard's "topic" filter lists these)
@@ -105,7 +105,7 @@ class Card:
             return "Answer with one of: " + ", ".join(self.options) + "."
         tol = f" (within {self.rtol:.0%})" if self.rtol else ""
         unit = f" in {self.unit}" if self.unit else ""
-        return f"Answer with a number{unit}{tol}; e.g. {DIMENSIONS[self.dimension].example}."
+        return f"Answer with a number{unit}{tol}; e.g. {example_for(self.dimension, self.answer, self.rtol)}."
 
     def text(self, width: int = 100) -> str:
         """The card as plain text, lines wrapped at ``width``: section and title, prompt,
@@ -157,7 +157,8 @@ class Card:
         raise Unreadable(f"{text.strip()!r} is not one of: {', '.join(self.options)}")
 
     def _check_number(self, answer: object) -> bool:
-        value = read_number(answer, self.dimension, self.unit)
+        value = read_number(answer, self.dimension, self.unit,
+                            example_for(self.dimension, self.answer, self.rtol))
         expected = float(self.answer)
         if expected == 0:
             return abs(value) <= 1e-12

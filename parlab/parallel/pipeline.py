@@ -46,6 +46,7 @@ from parlab.schedules import Op, Schedule, Timeline, validate
 from .measure import PhaseClock, SavedActivations, align
 from .model import GPTConfig
 from .pipeline_stage import build_chunks, owned_params, sync_tied_grads
+from .split_backward import input_pass, weight_pass
 from .tensor import check_ids
 
 
@@ -182,14 +183,16 @@ def run_schedule(comm, schedule: Schedule, model, chunks, x: torch.Tensor, y: to
                         del outputs[(mb, c)], inputs[(mb, c)]
                     else:
                         out_grads[(mb, c)] = g
-                        gin = torch.autograd.grad(out, inp, g, retain_graph=True)[0] if u > 0 else None
+                        with input_pass():  # TP's backward collectives run here, once
+                            gin = torch.autograd.grad(out, inp, g, retain_graph=True)[0] if u > 0 else None
                     if u > 0:
                         box.put(("grad", mb, u - 1), schedule.place(u - 1)[0], gin)
             else:  # W: the weight gradients; the graph (and its saved activations) goes
                 with clock.phase(op):
                     out, g = outputs.pop((mb, c)), out_grads.pop((mb, c))
                     inputs.pop((mb, c))
-                    torch.autograd.backward(out, g, inputs=list(chunk.parameters()))
+                    with weight_pass():  # ... and not again (split_backward)
+                        torch.autograd.backward(out, g, inputs=list(chunk.parameters()))
     sent: dict[int, int] = {}
     messages: dict[int, int] = {}
     for e in events:

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .split_backward import communicated
 from .tensor_algebra import all_gather_along, all_reduce, reduce_scatter_along, shard
 
 SEQ_DIM = 1  # activations are (b, s, h): sequence parallelism splits dim 1
@@ -55,7 +56,7 @@ class _CopyToModelParallelRegion(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return all_reduce(ctx.comm, grad), None
+        return communicated(ctx, lambda: all_reduce(ctx.comm, grad)), None
 
 
 class _ReduceFromModelParallelRegion(torch.autograd.Function):
@@ -93,7 +94,7 @@ class _ScatterToModelParallelRegion(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return all_gather_along(ctx.comm, grad, -1), None
+        return communicated(ctx, lambda: all_gather_along(ctx.comm, grad, -1)), None
 
 
 class _GatherFromSequenceParallelRegion(torch.autograd.Function):
@@ -106,7 +107,7 @@ class _GatherFromSequenceParallelRegion(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return reduce_scatter_along(ctx.comm, grad, SEQ_DIM), None
+        return communicated(ctx, lambda: reduce_scatter_along(ctx.comm, grad, SEQ_DIM)), None
 
 
 class _ReduceScatterToSequenceParallelRegion(torch.autograd.Function):
@@ -119,7 +120,7 @@ class _ReduceScatterToSequenceParallelRegion(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return all_gather_along(ctx.comm, grad, SEQ_DIM), None
+        return communicated(ctx, lambda: all_gather_along(ctx.comm, grad, SEQ_DIM)), None
 
 
 def copy_to_tensor_model_parallel_region(x: torch.Tensor, comm) -> torch.Tensor:

@@ -39,6 +39,7 @@ import torch
 from parlab.costmodel._check import positive
 from parlab.layout import Grid
 from parlab.schedules import SCHEDULES, Schedule, make_schedule
+from parlab.train_checks import check_layout
 
 from .data import batches
 from .grid import ProcessGrid
@@ -108,24 +109,10 @@ class TrainPlan:
             raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
         if world is not None:
             self.grid.check(world=world)
-        if self.batch_size % self.dp:
-            raise ValueError(f"batch_size={self.batch_size} must be divisible by dp={self.dp}: "
-                             f"each data-parallel replica takes an equal block of the global batch")
-        m = self.make_schedule().m
-        if (self.batch_size // self.dp) % m:
-            raise ValueError(f"each replica's batch batch_size / dp = {self.batch_size // self.dp} "
-                             f"must be divisible by the {m} micro-batches of schedule "
-                             f"{self.schedule!r} (equal micro-batches)")
-        if config.n_layer < self.pp * self.v:
-            raise ValueError(f"more pipeline pieces than layers: pp x v = {self.pp} x {self.v} for "
-                             f"n_layer={config.n_layer} (each virtual stage needs a layer)")
-        for name in ("n_head", "hidden", "ffn", "vocab_size"):
-            if getattr(config, name) % self.tp:
-                raise ValueError(f"the tensor-parallel degree tp={self.tp} must divide "
-                                 f"{name}={getattr(config, name)}: each TP rank holds {name}/tp of it")
-        if config.dropout:
-            raise ValueError(f"the 3D trainer needs GPTConfig.dropout=0, got {config.dropout}: "
-                             f"dropout masks consistent across TP ranks need Megatron's RNG tracker")
+        check_layout(dp=self.dp, tp=self.tp, pp=self.pp, batch_size=self.batch_size,
+                     m=self.make_schedule().m, v=self.v, schedule=self.schedule,
+                     n_layer=config.n_layer, n_head=config.n_head, hidden=config.hidden,
+                     ffn=config.ffn, vocab_size=config.vocab_size, dropout=config.dropout)
         return self
 
 

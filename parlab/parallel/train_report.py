@@ -49,13 +49,27 @@ def gather_summary(comm, report: RankReport, device: str = "cpu") -> list[dict] 
     return rows
 
 
-def summary_table(rows: list[dict], backend: str = "local") -> str:
-    """The per-rank table: 'measured / predicted' bytes (and micro-batches in flight)."""
+def summary_table(rows: list[dict], backend: str = "local", wide: bool = True) -> str:
+    """The per-rank table: 'measured / predicted' bytes (and micro-batches in flight); not
+    ``wide`` (the command line's default, under 100 columns): the measured figure alone where
+    it equals the prediction, 'measured (!= predicted)' where it differs."""
     head = ["rank", "tp", "dp", "pp"] + [name for name, _ in SUMMARY]
-    body = [[str(r[k]) for k in head[:4]] + [f"{r[n][0]:,.0f} / {r[n][1]:,.0f}" for n, _ in SUMMARY]
-            for r in rows]
+
+    def cell(measured: float, predicted: float) -> str:
+        if wide:
+            return f"{measured:,.0f} / {predicted:,.0f}"
+        return f"{measured:,.0f}" if measured == predicted else f"{measured:,.0f} (!= {predicted:,.0f})"
+
+    body = [[str(r[k]) for k in head[:4]] + [cell(*r[n]) for n, _ in SUMMARY] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
     lines = ["  ".join(x.rjust(w) for x, w in zip(line, widths, strict=True)) for line in [head, *body]]
-    note = ("measured / predicted by the cost model, bytes per rank in the last step"
-            + (" (torch backend: collective bytes are nominal)" if backend == "torch" else ""))
-    return "\n".join([note, *lines])
+    if wide:
+        note = "measured / predicted by the cost model, bytes per rank in the last step"
+    else:
+        same = all(r[n][0] == r[n][1] for r in rows for n, _ in SUMMARY)
+        note = ("bytes per rank in the last step, measured: "
+                + ("all as the cost model predicts" if same else "'A (!= P)': the model predicts P")
+                + " (--wide: both)")
+    torch_note = "(torch backend: collective bytes are nominal)" if backend == "torch" else ""
+    note = f"{note} {torch_note}" if wide and torch_note else note
+    return "\n".join([note, *([torch_note] if torch_note and not wide else []), *lines])
