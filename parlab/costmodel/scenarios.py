@@ -81,16 +81,22 @@ def step_vs_inter_link(model: str | ModelSpec, plan: Plan, links: Sequence[str],
 def zero3_traffic_per_step(n_params: float, dp: int, dtype: str = "bf16", micro_batches: int = 1,
                            recompute: str = "none") -> float:
     """Bytes each GPU sends in one ZeRO-3 step: per micro-batch, all-gather the weights for the
-    forward and again for the backward (and the recompute), reduce-scatter the gradients -
-    3 Psi elements (ZeRO paper, Sec. 7.2.2), 4 Psi with full recompute, each ring collective
-    moving (n-1)/n of its buffer."""
+    forward and again for the backward, reduce-scatter the gradients - 3 Psi elements (ZeRO
+    paper, Sec. 7.2.2), each ring collective moving (n-1)/n of its buffer.
+
+    Full recomputation adds no third gather: the backward's gather serves the recomputed forward
+    too. DeepSpeed keeps a parameter that is used again within ``stage3_max_reuse_distance``
+    (1e9 parameters; the recompute and the backward of a layer use it back to back), and FSDP's
+    pre-backward hook all-gathers a unit before its recomputed forward runs. ``recompute`` is
+    checked and kept for the callers that pass it; it does not change the count. The gradients
+    are reduce-scattered in the 16-bit dtype (DeepSpeed's communication_data_type) even when the
+    optimizer keeps fp32 ones."""
     positive("n_params", n_params)
     positive("dp", dp, integer=True)
     positive("micro_batches", micro_batches, integer=True)
     recompute = canonical("recompute", recompute, RECOMPUTE)
     prec = get_precision("fp32" if training_dtype(dtype)[0] == "fp32" else "mixed")
-    gathers = 3 if recompute == "full" else 2
-    per = n_params * (gathers * prec.weight + prec.grad)
+    per = n_params * 3 * prec.weight  # 2 gathers of the weights + 1 reduce-scatter of the gradients
     return micro_batches * per * (dp - 1) / dp
 
 

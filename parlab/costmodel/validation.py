@@ -27,6 +27,33 @@ from .search import search
 MEGATRON_BAND = 0.10
 BLOOM_MEMORY_BAND = 0.15
 
+#: The model's validated error band for one step-time prediction: Megatron-LM Table 1, the widest
+#: throughput set it is checked against. Every verdict that the guide is wrong uses it, through
+#: ``comparison_band`` and ``margin_verdict``.
+STEP_TIME_BAND = MEGATRON_BAND
+
+
+def comparison_band(band: float = STEP_TIME_BAND) -> float:
+    """How far apart two predictions must be before the model can order them: each may be off by
+    up to ``band`` in either direction, so a plan predicted ``(1 + band) / (1 - band) - 1`` slower
+    (22.2% for +-10%) may still be the faster one. A margin inside it is a tie."""
+    return (1 + band) / (1 - band) - 1
+
+
+def is_tie(margin: float, band: float = STEP_TIME_BAND) -> bool:
+    """Whether a predicted margin (one plan's step time / another's - 1) is inside ``comparison_band``."""
+    return abs(margin) <= comparison_band(band)
+
+
+def margin_verdict(margin: float, band: float = STEP_TIME_BAND) -> str:
+    """The margin with the band beside it, and what it means, e.g. '10.7% slower, inside the +-22%
+    the model can resolve (two predictions, each +-10%): a tie'."""
+    side = "slower" if margin >= 0 else "faster"
+    where = "inside" if is_tie(margin, band) else "beyond"
+    meaning = "a tie" if is_tie(margin, band) else "the model can tell them apart"
+    return (f"{abs(margin):.1%} {side}, {where} the ±{comparison_band(band):.0%} the model can resolve "
+            f"(two predictions, each ±{band:.0%}): {meaning}")
+
 #: micro-batch size and interleaving (v = layers / pp / layers-per-virtual-stage) of each Table 1
 #: row, which the paper does not print: NVIDIA/Megatron-LM examples/sc21/run_table_1.sh.
 MEGATRON_TABLE1_RUNS: dict[float, tuple[int, int]] = {
@@ -264,15 +291,21 @@ def zero_paper_example(n_params: float = 7.5e9, dp: int = 64) -> dict[int, float
 
 
 # -- ZeRO-3 at scale (guide 1.17) ---------------------------------------------------------------
+#: The band the tests hold the ZeRO-3 rows of Narayanan et al. 2021 Table 2 to (issue 19, item 11).
+ZERO3_BAND = 0.15
+
+
 @dataclass(frozen=True)
 class Zero3Row(_VsMeasured):
-    """One GPU count of Narayanan et al. 2021, Table 2: the measured TFLOP/s per GPU of ZeRO-3
-    (no model parallelism) and of PTD-P, and our estimate of the same ZeRO-3 run."""
+    """One row of Narayanan et al. 2021, Table 2: the measured TFLOP/s per GPU of ZeRO-3 (no model
+    parallelism) and of PTD-P at the same GPU count (None where the paper has none), and our
+    estimate of the same ZeRO-3 run."""
 
+    params_b: float
     gpus: int
     micro_batch: int
     measured: float
-    measured_ptdp: float
+    measured_ptdp: float | None
     estimate: Estimate
 
     @property
@@ -295,19 +328,34 @@ class Zero3Row(_VsMeasured):
 
 
 def megatron_zero3(assumptions: Assumptions = DEFAULT) -> list[Zero3Row]:
-    """GPT-3 175B with ZeRO-3 on 384, 768 and 1536 A100s at a fixed global batch of 1536 (Narayanan
-    et al. 2021, Sec. 5.2, Table 2): the published micro-batch (4, 2, 1: one micro-batch per GPU
-    per step), fp16, full recomputation, dp = GPUs. The measured throughput halves with each
-    doubling; the model falls too, but less (see ``Assumptions.zero3_overlap``): the trend, not
-    the magnitude."""
+    """The six ZeRO-3 rows of Narayanan et al. 2021, Sec. 5.2, Table 2: GPT-3 175B on 384, 768 and
+    1,536 A100s at batch 1536, the 530B model on 640 (batch 2560), 1,120 and 2,240 (batch 2240),
+    the published micro-batch (4, 2, 1: one micro-batch per GPU per step), fp16, full
+    recomputation, dp = GPUs, DeepSpeed's stage 3. The measured throughput halves with each
+    doubling of GPUs: the step time stays flat, bound by per-GPU parameter traffic at one GPU's
+    network share (``step_time.zero3_bandwidth``)."""
     rows = read_csv("megatron2021_zero3")
-    ptdp = {int(r["gpus"]): float(r["tflops_per_gpu"]) for r in rows if r["scheme"] == "ptd-p"}
-    model = get_model("gpt3-175b")
+    ptdp = {(float(r["params_b"]), int(r["gpus"])): float(r["tflops_per_gpu"]) for r in rows
+            if r["scheme"] == "ptd-p"}
+    models = {174.6: get_model("gpt3-175b"), 529.6: megatron_model(
+        {"params_b": "529.6", "layers": "105", "hidden": "20480", "heads": "128"})}
     out = []
     for r in (r for r in rows if r["scheme"] == "zero3"):
-        n, mb = int(r["gpus"]), int(r["micro_batch"])
+        size, n, mb = float(r["params_b"]), int(r["gpus"]), int(r["micro_batch"])
         plan = Plan(dp=n, zero=3, micro_batch=mb, global_batch=int(r["global_batch"]), recompute="full",
-                    dtype="fp16")
-        out.append(Zero3Row(n, mb, float(r["tflops_per_gpu"]), ptdp[n],
-                            estimate(model, make_cluster("dgx-a100", n), plan, assumptions)))
+                    dtype="fp16", zero3_impl="deepspeed")
+        out.append(Zero3Row(size, n, mb, float(r["tflops_per_gpu"]), ptdp.get((size, n)),
+                            estimate(models[size], make_cluster("dgx-a100", n), plan, assumptions)))
     return out
+
+
+def zero3_summary(rows: list[Zero3Row]) -> ErrorSummary:
+    """The TFLOP/s errors of the ZeRO-3 rows against ``ZERO3_BAND``."""
+    return ErrorSummary(tuple(r.error for r in rows), ZERO3_BAND)
+
+
+def zero3_scaling(rows: list[Zero3Row], params_b: float = 174.6) -> tuple[float, float]:
+    """(measured, predicted) TFLOP/s per GPU at the most GPUs of ``params_b``'s rows over that at
+    the fewest: the published x0.31 for GPT-3 175B from 384 to 1,536 GPUs."""
+    mine = sorted((r for r in rows if r.params_b == params_b), key=lambda r: r.gpus)
+    return mine[-1].measured / mine[0].measured, mine[-1].predicted / mine[0].predicted
