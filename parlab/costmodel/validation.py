@@ -334,7 +334,7 @@ def megatron_zero3(assumptions: Assumptions = DEFAULT) -> list[Zero3Row]:
     recomputation, dp = GPUs, DeepSpeed's stage 3. The measured throughput halves with each
     doubling of GPUs: the step time stays flat, bound by per-GPU parameter traffic at one GPU's
     network share (``step_time.zero3_bandwidth``)."""
-    rows = read_csv("megatron2021_zero3")
+    rows = read_csv("megatron2021_zero3") + read_csv("megatron2021_zero3_530b")
     ptdp = {(float(r["params_b"]), int(r["gpus"])): float(r["tflops_per_gpu"]) for r in rows
             if r["scheme"] == "ptd-p"}
     models = {174.6: get_model("gpt3-175b"), 529.6: megatron_model(
