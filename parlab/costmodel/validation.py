@@ -359,3 +359,36 @@ def zero3_scaling(rows: list[Zero3Row], params_b: float = 174.6) -> tuple[float,
     the fewest: the published x0.31 for GPT-3 175B from 384 to 1,536 GPUs."""
     mine = sorted((r for r in rows if r.params_b == params_b), key=lambda r: r.gpus)
     return mine[-1].measured / mine[0].measured, mine[-1].predicted / mine[0].predicted
+
+
+# -- the README's table ----------------------------------------------------------------------------
+def validation_rows(assumptions: Assumptions = DEFAULT) -> list[list[str]]:
+    """Every published run the model is checked against, one row each: source, run, what is
+    compared, measured, predicted, signed error and the band the tests hold it to."""
+    out = []
+    for r in megatron_table1(assumptions):
+        out.append(["Narayanan et al. 2021, Table 1", f"GPT {r.params_b:g}B, {r.gpus:,} GPUs, dp/tp/pp "
+                    f"{r.dp}/{r.tp}/{r.pp}", "TFLOP/s per GPU", f"{r.measured:g}", f"{r.predicted:.1f}",
+                    f"{r.error:+.1%}", f"±{MEGATRON_BAND:.0%}"])
+    for r in megatron_zero3(assumptions):
+        out.append(["Narayanan et al. 2021, Table 2", f"ZeRO-3 {r.params_b:g}B, {r.gpus:,} GPUs, micro-batch "
+                    f"{r.micro_batch}", "TFLOP/s per GPU", f"{r.measured:g}", f"{r.predicted:.1f}",
+                    f"{r.error:+.1%}", f"±{ZERO3_BAND:.0%}"])
+    for r in bloom_table(assumptions):
+        out.append(["BigScience BLOOM prelude (guide 2.3)", f"{r.size}, {r.gpus} GPUs, dp/tp/pp {r.dp}/{r.tp}/{r.pp}",
+                    "peak GB per GPU", f"{r.measured_gb:g}", f"{r.predicted_gb:.1f}", f"{r.memory_error:+.1%}",
+                    f"±{BLOOM_MEMORY_BAND:.0%}"])
+    paper = {0: 120, 1: 31.4, 2: 16.6, 3: 1.9}  # Rajbhandari et al. 2020, Figure 1
+    for stage, gb in zero_paper_example().items():
+        out.append(["Rajbhandari et al. 2020, Figure 1", f"7.5B, 64 GPUs, ZeRO-{stage}", "model states GB per GPU",
+                    f"{paper[stage]:g}", f"{gb:.1f}", f"{gb / paper[stage] - 1:+.1%}", "the paper's rounding"])
+    return out
+
+
+def readme_table(assumptions: Assumptions = DEFAULT) -> str:
+    """``validation_rows`` as the Markdown table the README shows (tests/test_costmodel_validation.py
+    checks that the README holds exactly this)."""
+    headers = ["source", "run", "compared", "measured", "predicted", "error", "band"]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in validation_rows(assumptions)]
+    return "\n".join(lines)
