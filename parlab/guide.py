@@ -56,9 +56,9 @@ class ClaimCheck:
     def verdict(self) -> str:
         if not self.model:
             return "agrees" if self.agrees else f"off by x{self.ratio:.2f}"
-        where = f"the model's validated ±{self.rtol:.0%}"
-        return (f"a tie (x{self.ratio:.2f}, inside {where})" if self.agrees
-                else f"off by x{self.ratio:.2f}, beyond {where}")
+        where = f"model's ±{self.rtol:.0%}"
+        return (f"tie: x{self.ratio:.2f}, in {where}" if self.agrees
+                else f"x{self.ratio:.2f}, beyond {where}")
 
 
 def check(key: str, computed: float, rtol: float = 0.05, *, model: bool = False) -> ClaimCheck:

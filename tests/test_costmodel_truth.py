@@ -72,7 +72,9 @@ def test_a_small_model_fits_whole_in_deepspeeds_prefetch_bucket():
 
 def test_a_plan_says_which_zero3_it_prices_and_the_offload_rows_follow():
     plan = Plan(dp=64, zero=3, offload="optimizer+params")
-    assert plan.zero3_impl == "deepspeed" and "DeepSpeed stage 3" in plan.describe()
+    assert plan.zero3_impl == "deepspeed" and "ZeRO-3(DeepSpeed)" in plan.describe()
+    assert Plan(dtype="bf16").describe().endswith(" bf16") and Plan(fp32_grads=False).describe().endswith("16-bit grads")
+    assert Plan(dtype="fp16", fp32_grads=True).describe().endswith("fp16+fp32 grads")
     c = make_cluster("dgx-a100", 64)
     ds, fsdp = (estimate(GPT3, c, plan.with_(zero3_impl=i)).stage for i in ("deepspeed", "fsdp"))
     assert ds.weights == pytest.approx(2 * zero3_gathered_params(GPT3, impl="deepspeed"))

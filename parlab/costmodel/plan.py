@@ -183,16 +183,21 @@ class Plan:
         return replace(self, **changes)
 
     def describe(self) -> str:
-        """One line, e.g. 'dp=8 tp=8 pp=4 ZeRO-1 mb=1 m=64 interleaved(v=2) recompute=full SP bf16'."""
+        """One line, e.g. 'dp=8 tp=8 pp=4 ZeRO-1 mb=1 m=64 interleaved(v=2) recompute=full SP bf16': the
+        gradient precision only where it is not the dtype's default ('bf16+16-bit grads', 'fp16+fp32
+        grads'), whose ZeRO-3 a ZeRO-3 plan prices ('ZeRO-3(DeepSpeed)', 'ZeRO-3(FSDP)')."""
         sched = f"interleaved(v={self.chunks})" if self.schedule == "interleaved" else self.schedule
-        parts = [f"dp={self.dp}", f"tp={self.tp}", f"pp={self.pp}", f"ZeRO-{self.zero}",
+        impl = {"deepspeed": "(DeepSpeed)", "fsdp": "(FSDP)"}[self.zero3_impl] if self.zero == 3 else ""
+        parts = [f"dp={self.dp}", f"tp={self.tp}", f"pp={self.pp}", f"ZeRO-{self.zero}{impl}",
                  f"mb={self.micro_batch}", f"m={self.m}"]
         parts += [sched] if self.pp > 1 else []
         parts += [f"recompute={self.recompute}"] if self.recompute != "none" else []
         parts += ["SP"] if self.sequence_parallel else []
         parts += [f"offload={self.offload}"] if self.offload != "none" else []
-        parts += [self.dtype + ("+fp32 grads" if self.fp32_grads else "")]
-        parts += [{"deepspeed": "DeepSpeed stage 3", "fsdp": "FSDP"}[self.zero3_impl]] if self.zero == 3 else []
+        default = training_dtype(self.dtype)[2]  # bf16: fp32 gradients; fp16: 16-bit ones
+        grads = "" if self.dtype == "fp32" or self.fp32_grads == default else (
+            "+fp32 grads" if self.fp32_grads else "+16-bit grads")
+        parts += [self.dtype + grads]
         return " ".join(parts)
 
 
