@@ -147,6 +147,7 @@ def test_the_scenarios_cover_every_branch_of_the_guide_s_tree_and_the_table_matc
     rows = scenario_rows()
     outcomes = [v.outcome for _, v in guide_scenarios()]
     assert len(rows) == len(SCENARIOS) and outcomes.count("agrees") == len(SCENARIOS) - 2
+    assert outcomes.count("tie") == 2  # chapter 10: where another plan ranks first, it is by a tie
     assert [r[5] for r in rows] == [{"agrees": "yes", "tie": "tie", "differs": "no"}[o] for o in outcomes]
     for r, (_, v) in zip(rows, guide_scenarios(), strict=True):
         assert r[6] == round(v.advice.best.step_time, 2) and r[8] == v.why()
@@ -217,3 +218,17 @@ def test_the_frameworks_for_a_plan_provide_every_kind_it_uses():
     assert "Megatron-LM" in names and "DeepSpeed" not in names and "torchtitan" in names
     assert "DeepSpeed" in [f.name for f in frameworks_for(Plan(dp=1, zero=1, offload="optimizer", micro_batch=1,
                                                                 micro_batches=8))]
+
+
+def test_megatron_sp_ulysses_and_ring_attention_are_three_things_in_the_table():
+    """Issue 19 item 7: Megatron-style SP (inside the TP group) is not context parallelism; DeepSpeed's
+    'sequence parallelism' is Ulysses (CP by all-to-all), and AutoTP gives DeepSpeed its own TP."""
+    by = {f.name: f for f in FRAMEWORKS}
+    assert "SP" in KINDS and "CP" in KINDS and KINDS.index("SP") != KINDS.index("CP")
+    ds = by["DeepSpeed"]
+    assert {"TP", "CP"} <= ds.provides and "SP" not in ds.provides
+    assert "Ulysses" in ds.note and "AutoTP" in ds.note
+    assert {"SP", "CP"} <= by["Megatron-Core"].provides and {"SP", "CP"} <= by["torchtitan"].provides
+    rows, headers = framework_rows()
+    row = rows[list(by).index("DeepSpeed")]
+    assert row[headers.index("TP")] == row[headers.index("CP")] == "yes" and row[headers.index("SP")] == ""
