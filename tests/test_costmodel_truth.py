@@ -7,6 +7,7 @@ from parlab.costmodel import Plan, estimate, get_model, make_cluster
 from parlab.costmodel.models import ModelSpec
 from parlab.costmodel.plan_memory import (
     DEEPSPEED_STAGE3,
+    DeepSpeedStage3,
     layer_params_per_gpu,
     stage_params,
     zero3_gathered_params,
@@ -66,7 +67,10 @@ def test_a_small_model_fits_whole_in_deepspeeds_prefetch_bucket():
     (capped at the model's own weights), FSDP still two of its four blocks and the embedding."""
     tiny = ModelSpec("tiny", 4, 256, 4, 128, 1000)
     assert sum(zero3_units(tiny, impl="deepspeed")) < DEEPSPEED_STAGE3.prefetch_bucket_size
-    assert zero3_gathered_params(tiny, impl="deepspeed") == pytest.approx(stage_params(tiny, 1, 1, "first"))
+    whole = stage_params(tiny, 1, 1, "first")
+    assert zero3_gathered_params(tiny, impl="deepspeed", deepspeed=DEEPSPEED_STAGE3) == pytest.approx(whole)
+    # chapter 11's config (0.9 h^2 = 59k parameters ahead) holds far less of it
+    assert zero3_gathered_params(tiny, impl="deepspeed") < 0.5 * whole
     assert zero3_gathered_params(tiny, impl="fsdp") < stage_params(tiny, 1, 1, "first")
 
 
@@ -80,6 +84,11 @@ def test_a_plan_says_which_zero3_it_prices_and_the_offload_rows_follow():
     assert ds.weights == pytest.approx(2 * zero3_gathered_params(GPT3, impl="deepspeed"))
     assert fsdp.weights == pytest.approx(2 * zero3_gathered_params(GPT3, impl="fsdp"))
     assert "stage3_prefetch_bucket_size" in estimate(GPT3, c, plan).explain()
+    from parlab.deepspeed_config import deepspeed_config
+
+    written = deepspeed_config(GPT3, Plan(dp=64, zero=3))["zero_optimization"]
+    priced = DeepSpeedStage3.for_model(GPT3).config()
+    assert all(written[k] == v for k, v in priced.items())  # the file chapter 11 writes is what is priced
     assert DEEPSPEED_STAGE3.config() == {"stage3_prefetch_bucket_size": 50_000_000,
                                           "stage3_max_live_parameters": 1_000_000_000,
                                           "stage3_max_reuse_distance": 1_000_000_000,

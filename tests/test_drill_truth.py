@@ -58,3 +58,14 @@ def test_a_model_prediction_beside_a_guide_claim_shows_the_band():
     far = check("65b-zero3-seconds", 330, model=True)
     assert not far.agrees and far.verdict() == "x2.12, beyond model's ±10%"
     assert check("65b-zero3-seconds", 330).verdict() == "off by x2.12"  # arithmetic, no band
+
+
+def test_no_card_adds_a_gather_for_recompute():
+    """Item 1 everywhere in the drill: no card's text says recompute adds ZeRO-3 traffic."""
+    from parlab.drill import BANK
+
+    for q in BANK:
+        card = q.pose(0)
+        text = (card.prompt + " " + card.explanation).lower()
+        assert "third time" not in text and "more with recompute" not in text, q.key
+        assert "3 weight gathers" not in text, q.key

@@ -53,10 +53,10 @@ class Assumptions:
         Of the time a ZeRO-3 collective runs beside compute, the fraction that is really hidden
         (``step_time.zero3_exposed``). 1 would be perfect prefetching; the gathers and the matmuls
         share the SMs, the HBM and the one host thread that issues both, and a gather can hide
-        only behind its own neighbouring group's compute. 0.5 is an assumption, not a fit: with
-        it ZeRO-3's throughput falls as the batch per GPU shrinks (Narayanan et al. 2021, Table 2,
-        ``validation.megatron_zero3``) where 1 would keep it flat to 768 GPUs; the published runs
-        fall further still, below even 0 (no overlap at all).
+        only behind its own neighbouring group's compute. 0.5 is an assumption, not a fit: with it
+        and one network port per GPU for the collectives (``step_time.zero3_bandwidth``) the six
+        ZeRO-3 rows of Narayanan et al. 2021, Table 2 land within 7% (``validation.megatron_zero3``);
+        with 1 they would be 20-35% high.
     """
 
     matmul_efficiency: float = 0.70

@@ -15,7 +15,7 @@ from .memory import get_precision
 from .models import ModelSpec, get_model
 from .plan import Plan, check_plan
 from .plan_memory import (
-    DEEPSPEED_STAGE3,
+    DeepSpeedStage3,
     StageMemory,
     stage_layers,
     stage_memory,
@@ -136,10 +136,11 @@ class Estimate:
         where = ("" if p.offload == "none" else f" (offloaded to CPU with the fp32 gradients: "
                                                   f"{human_bytes(st.cpu)})")
         layers = plural(stage_layers(m, p.pp), "layer") + (f" of {m.layers}" if p.pp > 1 else "")
+        ds = DeepSpeedStage3.for_model(m)
         held = {"fsdp": "FSDP: the unit in use and the prefetched next one",
                 "deepspeed": "DeepSpeed stage 3: the module in use and what stage3_prefetch_bucket_size "
-                             f"{DEEPSPEED_STAGE3.prefetch_bucket_size:.0e} fetches ahead, at most "
-                             f"stage3_max_live_parameters {DEEPSPEED_STAGE3.max_live_parameters:.0e} before it stops"}
+                             f"{ds.prefetch_bucket_size:.3g} fetches ahead, at most "
+                             f"stage3_max_live_parameters {ds.max_live_parameters:.3g} before it stops"}
         zero3 = (f" + {human_count(zero3_gathered_params(m, p.tp, p.zero3_impl))} gathered ({held[p.zero3_impl]})"
                  if z == 3 else "")
         return [

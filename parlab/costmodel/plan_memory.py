@@ -71,6 +71,14 @@ class DeepSpeedStage3:
     max_reuse_distance: float = 1e9
     param_persistence_threshold: float = 1e5
 
+    @classmethod
+    def for_model(cls, model: ModelSpec) -> DeepSpeedStage3:
+        """The values chapter 11's generated config writes for ``model`` (``parlab.deepspeed_config``),
+        Hugging Face's rule for DeepSpeed's ``"auto"`` (transformers integrations/deepspeed.py):
+        prefetch bucket 0.9 h^2, persistence threshold 10 h, DeepSpeed's defaults for the other two."""
+        h = model.hidden
+        return cls(prefetch_bucket_size=float(int(0.9 * h * h)), param_persistence_threshold=float(10 * h))
+
     def config(self) -> dict[str, int]:
         """The four keys as a DeepSpeed config writes them."""
         return {f"stage3_{k}": int(getattr(self, k)) for k in
@@ -125,7 +133,7 @@ def _deepspeed_live(units: list[float], ds: DeepSpeedStage3) -> float:
 
 
 def zero3_gathered_params(model: ModelSpec, tp: int = 1, impl: str = "fsdp",
-                          deepspeed: DeepSpeedStage3 = DEEPSPEED_STAGE3) -> float:
+                          deepspeed: DeepSpeedStage3 | None = None) -> float:
     """Parameters ZeRO-3 holds gathered in full at its peak, on top of its 1/dp shard.
 
     FSDP (``impl='fsdp'``): the unit in use and the next one, prefetched while the first computes:
@@ -135,7 +143,8 @@ def zero3_gathered_params(model: ModelSpec, tp: int = 1, impl: str = "fsdp",
     for a model of one or two layers the embedding and a block.
 
     DeepSpeed (``impl='deepspeed'``): the module in use plus what ``stage3_prefetch_bucket_size``
-    lets it fetch ahead, bounded by ``stage3_max_live_parameters`` (``_deepspeed_live``): for
+    lets it fetch ahead, bounded by ``stage3_max_live_parameters`` (``_deepspeed_live``), with
+    ``deepspeed``'s values (default: ``DeepSpeedStage3.for_model``, what chapter 11's config writes): for
     GPT-3 175B the MLP's two linear modules, 1.2B parameters, about a third of FSDP's two blocks.
     DeepSpeed's own estimator (``estimate_zero3_model_states_mem_needs``) budgets the largest
     layer's parameters and gradients, 4 B x largest_layer_params, on top of 18 Psi / N.
@@ -146,7 +155,7 @@ def zero3_gathered_params(model: ModelSpec, tp: int = 1, impl: str = "fsdp",
     if impl == "fsdp":
         peak = max(a + b for a, b in zip(units, units[1:], strict=False))
     else:
-        peak = _deepspeed_live(units, deepspeed)
+        peak = _deepspeed_live(units, deepspeed or DeepSpeedStage3.for_model(model))
     return min(peak, stage_params(model, tp, 1, "first"))
 
 

@@ -45,8 +45,9 @@ def zero3_vs_3d(model: str | ModelSpec, gpu_counts: Sequence[int], global_batch:
     """Guide 1.17 (Narayanan et al. 2021, Sec. 5.2, Table 2 / Figure 10): at a fixed global batch,
     the best ZeRO-3 plan without model parallelism (tp = pp = 1) against the best 3D plan (TP + PP +
     DP with ZeRO-0/1), as the GPU count grows and the batch per GPU shrinks. ZeRO-3 loses because
-    its per-group gathers hide behind less compute and pay a ring latency that grows with the GPU
-    count (``step_time.zero3_exposed``); ``validation.megatron_zero3`` holds it to the paper."""
+    each GPU still moves 3 Psi elements per step, at one port's rate across nodes
+    (``step_time.zero3_bandwidth``), behind less and less compute (``step_time.zero3_exposed``);
+    ``validation.megatron_zero3`` holds it to the paper's six rows."""
     model = get_model(model)
     out = []
     for n in gpu_counts:
@@ -202,8 +203,9 @@ class Zero3Ranking:
 
     With perfect prefetching a ZeRO-3 plan (dp=256 tp=4 for GPT-3 175B on 1,024 A100s) tied the
     3D plans: every byte of its traffic hid behind compute. Priced group by group, with the ring's
-    (dp - 1) alpha per collective and half of the overlapped time hidden, its gathers are exposed
-    and a TP x PP x DP plan with ZeRO-1 ranks first, as in the published runs at that scale."""
+    (dp - 1) alpha per collective, one port per GPU across nodes and half of the overlapped time
+    hidden, its gathers are exposed and a TP x PP x DP plan with ZeRO-1 ranks first, as in the
+    published runs at that scale."""
 
     zero3: Estimate  # the fastest ZeRO-3 plan
     other: Estimate  # the fastest plan with ZeRO-0/1/2

@@ -4,7 +4,12 @@
   Selene for ten GPT models from 1.7B to 1T parameters, one set of A100 defaults for all rows.
 * BLOOM's preparation runs (bloom_prelude_experiments, guide 2.3): peak memory per GPU and the
   TFLOP/s BigScience computed with their own formula.
+* Megatron-LM 2021, Table 2 (megatron2021_zero3, megatron2021_zero3_530b): TFLOP/s per GPU of
+  ZeRO-3 without model parallelism, GPT-3 175B and 530B, 384 to 2,240 GPUs.
 * The ZeRO paper's worked example (7.5B parameters on 64 GPUs).
+
+``STEP_TIME_BAND`` is the one error band every verdict against the guide uses (``margin_verdict``);
+``readme_table`` is the README's list of every run above with its error.
 """
 
 from __future__ import annotations

@@ -270,7 +270,8 @@ QUESTIONS = [
                "ZeRO-3 sends nothing per step once the weights are sharded",
                "It should be 16 bytes per parameter, the model-state size"),
         why="Two all-gathers of 16-bit weights and one reduce-scatter of 16-bit gradients: about 6 bytes "
-            "per parameter per GPU per micro-batch, more with recompute."),
+            "per parameter per GPU per micro-batch, recompute or not (the backward's gather serves the "
+            "recomputed forward)."),
     # -- 1.20 techniques ----------------------------------------------------------------------
     Named("alpa-category", "1.20", "frameworks",
           prompt="Which project searches inter- and intra-operator parallel plans automatically?",
