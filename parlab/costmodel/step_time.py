@@ -11,7 +11,7 @@ from parlab.tables import plural
 
 from .assumptions import Assumptions
 from .cluster import Cluster
-from .collectives import group_link
+from .collectives import group_link, ring_time
 from .memory import activation_bytes_per_layer, attention_score_bytes, get_precision
 from .models import ModelSpec
 from .plan import Plan
@@ -122,8 +122,9 @@ def zero3_bandwidth(cluster: Cluster, ring: float, crosses_nodes: bool) -> float
     the signature of a step bound by per-GPU traffic (3 Psi elements per micro-batch whatever the
     GPU count) at a per-GPU rate: 1.05 TB per GPU in 66.7 s is 15.7 GB/s, 70% of one HDR port and
     9% of the 8-port ring rate. The mechanism the model takes from DeepSpeed's stage 3: one
-    all-gather per module (``stage3_prefetch_bucket_size`` = 5e7 parameters is smaller than one
-    GPT-3 linear module, so one module is in flight at a time) over all ranks; at 1,536 ranks each
+    all-gather per module over all ranks, one module in flight at a time
+    (``stage3_prefetch_bucket_size``, DeepSpeed's default 5e7 parameters or chapter 11's 0.9 h^2 =
+    1.4e8 for GPT-3, is smaller than one GPT-3 linear module of 1.5e8-6e8); at 1,536 ranks each
     rank's piece of a 1.2 GB module is 0.8 MB, split over NCCL's channels into ~100 KB per ring
     step, far below the sizes at which nccl-tests reach the multi-port bus bandwidth. The ring's
     (n - 1) alpha per collective comes on top (``step_time``).
@@ -209,8 +210,8 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
         f["zero3_groups"], f["zero3_gathers"] = G, 2
         bw = zero3_bandwidth(cluster, dl.bandwidth, spans["dp"].crosses_nodes)
         f["bw"]["dp"] = bw
-        ag = dl.latency * (dp - 1) + f["weight_bytes"] / G * (dp - 1) / dp / bw
-        rs = dl.latency * (dp - 1) + f["grad_comm_bytes"] / G * (dp - 1) / dp / bw
+        ag = ring_time("all_gather", f["weight_bytes"] / G, dp, bw, dl.latency)
+        rs = ring_time("reduce_scatter", f["grad_comm_bytes"] / G, dp, bw, dl.latency)
         f["zero3_latency"] = 3 * G * (dp - 1) * dl.latency  # ring: (dp - 1) alpha each
         impl = {"deepspeed": "DeepSpeed stage 3: one parameter group per linear module",
                 "fsdp": "FSDP: one unit per block"}[plan.zero3_impl]
@@ -231,7 +232,9 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
         opt = shard / a.cpu_adam_params_per_s
         # gradients down (from ZeRO-2 on every micro-batch's shard: they accumulate on the host),
         # updated 16-bit weights up (Ren et al. 2021, Sec. 4.1)
-        offload = shard * ((m if zero >= 2 else 1) * prec.grad + prec.weight) / cluster.host.achievable
+        # (from ZeRO-2 the 16-bit gradients go down and the host accumulates them in fp32)
+        down = m * prec.weight if zero >= 2 else prec.grad
+        offload = shard * (down + prec.weight) / cluster.host.achievable
         if plan.offload == "optimizer+params":
             offload += m * 2 * shard * prec.weight / cluster.host.achievable  # the 2 gathers' fetches
     return StepTime(m * f["t_mm_mb"], m * f["t_el_mb"], m * f["t_tp_mb"], m * f["t_pp_mb"],
