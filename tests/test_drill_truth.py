@@ -69,3 +69,12 @@ def test_no_card_adds_a_gather_for_recompute():
         text = (card.prompt + " " + card.explanation).lower()
         assert "third time" not in text and "more with recompute" not in text, q.key
         assert "3 weight gathers" not in text, q.key
+
+
+def test_the_same_question_in_the_drill_and_chapter_07_gets_the_same_number():
+    """guide 1.19's bytes: the drill's card and chapter 07's guide_1_19 (2 gathers + 1 reduce-scatter)."""
+    from parlab.costmodel import guide_1_19
+
+    g = guide_1_19()
+    assert get("guide-1-19-bytes").pose(0).answer == pytest.approx(g.bytes_fp16)
+    assert g.bytes_fp16 == pytest.approx(zero3_traffic_per_step(g.n_params, g.dp, recompute="full"))
