@@ -103,5 +103,6 @@ def test_bf16_plans_keep_fp32_gradients_by_default_and_16_bit_ones_on_request():
     assert default.grads == pytest.approx(4 * default.params) and sixteen.grads == pytest.approx(2 * default.params)
     assert default.step_grads == 0 and sixteen.step_grads == pytest.approx(4 * default.params)
     assert not Plan(dtype="fp16").fp32_grads and Plan(dtype="bf16").fp32_grads
+    assert not Plan().with_(dtype="fp16").fp32_grads and Plan(dtype="fp16").with_(dtype="bf16").fp32_grads
     text = estimate(llama, c, Plan(tp=8)).explain()
     assert "fp32 gradients: what Megatron-LM and DeepSpeed keep with bf16" in text

@@ -100,7 +100,7 @@ class Plan:
         if self.fp32_grads is not None:
             boolean("fp32_grads", self.fp32_grads)
         spelled = self.dtype
-        precision, compute, fp32_grads = training_dtype(spelled)
+        _, compute, fp32_grads = training_dtype(spelled)
         if compute is None:
             raise ValueError(f"dtype {spelled!r} keeps no fp32 master weights, which a Plan does not model; "
                              f"allowed: {', '.join(n for n, v in TRAINING_DTYPES.items() if v[1])}")
@@ -179,7 +179,10 @@ class Plan:
         return "mixed-fp32-grad" if self.fp32_grads else "mixed"
 
     def with_(self, **changes) -> Plan:
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again). A new ``dtype`` without a new
+        ``fp32_grads`` takes that dtype's default gradient precision."""
+        if "dtype" in changes and "fp32_grads" not in changes:
+            changes["fp32_grads"] = None
         return replace(self, **changes)
 
     def describe(self) -> str:
