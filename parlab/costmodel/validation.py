@@ -51,13 +51,13 @@ def is_tie(margin: float, band: float = STEP_TIME_BAND) -> bool:
 
 
 def margin_verdict(margin: float, band: float = STEP_TIME_BAND) -> str:
-    """The margin with the band beside it, and what it means, e.g. '10.7% slower, inside the +-22%
-    the model can resolve (two predictions, each +-10%): a tie'."""
+    """The margin with the band beside it, and what it means, e.g. '10.7% slower, inside the ±22%
+    band of two ±10% predictions: a tie'."""
     side = "slower" if margin >= 0 else "faster"
-    where = "inside" if is_tie(margin, band) else "beyond"
-    meaning = "a tie" if is_tie(margin, band) else "the model can tell them apart"
-    return (f"{abs(margin):.1%} {side}, {where} the ±{comparison_band(band):.0%} the model can resolve "
-            f"(two predictions, each ±{band:.0%}): {meaning}")
+    tie = is_tie(margin, band)
+    return (f"{abs(margin):.1%} {side}, {'inside' if tie else 'beyond'} the ±{comparison_band(band):.0%} band of "
+            f"two ±{band:.0%} predictions: {'a tie' if tie else 'the model tells them apart'}")
+
 
 #: micro-batch size and interleaving (v = layers / pp / layers-per-virtual-stage) of each Table 1
 #: row, which the paper does not print: NVIDIA/Megatron-LM examples/sc21/run_table_1.sh.
