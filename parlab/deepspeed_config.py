@@ -22,11 +22,13 @@ from typing import Any
 
 from parlab.costmodel import ModelSpec, Plan, get_model
 from parlab.costmodel._check import instance
+from parlab.costmodel.plan_memory import DEEPSPEED_STAGE3, DeepSpeedStage3
 
-#: DeepSpeed's documented defaults for the bucket and stage-3 sizes (elements, not bytes).
+#: DeepSpeed's documented defaults for the bucket and stage-3 sizes (elements, not bytes); the
+#: stage-3 ones are the cost model's (``costmodel.plan_memory.DeepSpeedStage3``).
 ALLGATHER_BUCKET_SIZE = 5e8
-STAGE3_MAX_LIVE_PARAMETERS = 1e9
-STAGE3_MAX_REUSE_DISTANCE = 1e9
+STAGE3_MAX_LIVE_PARAMETERS = DEEPSPEED_STAGE3.max_live_parameters
+STAGE3_MAX_REUSE_DISTANCE = DEEPSPEED_STAGE3.max_reuse_distance
 
 #: dotted field -> what it does, in our words (DeepSpeed config reference, ZeRO section)
 FIELDS: dict[str, str] = {
@@ -97,11 +99,10 @@ def deepspeed_config(model: str | ModelSpec, plan: Plan, *, gradient_clipping: f
         zero.update({"reduce_scatter": True, "allgather_partitions": True,
                      "allgather_bucket_size": int(ALLGATHER_BUCKET_SIZE)})
     if plan.zero == 3:
-        zero.update({"stage3_prefetch_bucket_size": int(0.9 * h * h),
-                     "stage3_param_persistence_threshold": 10 * h,
-                     "stage3_max_live_parameters": int(STAGE3_MAX_LIVE_PARAMETERS),
-                     "stage3_max_reuse_distance": int(STAGE3_MAX_REUSE_DISTANCE),
-                     "stage3_gather_16bit_weights_on_model_save": True})
+        stage3 = DeepSpeedStage3.for_model(m).config()  # the values the cost model prices (Plan.zero3_impl)
+        zero.update({k: stage3[k] for k in ("stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
+                                            "stage3_max_live_parameters", "stage3_max_reuse_distance")})
+        zero["stage3_gather_16bit_weights_on_model_save"] = True
     if plan.offload != "none" and plan.zero > 0:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
     if plan.offload == "optimizer+params":

@@ -36,9 +36,14 @@ CLAIMS: dict[str, Claim] = {
 
 @dataclass(frozen=True)
 class ClaimCheck:
+    """A claim beside parlab's value. ``model`` says the value is a cost-model prediction: then it
+    agrees within the model's validated error band (``costmodel.validation.STEP_TIME_BAND``),
+    and the verdict shows that band beside the margin."""
+
     claim: Claim
     computed: float
     rtol: float
+    model: bool = False
 
     @property
     def ratio(self) -> float:
@@ -48,12 +53,25 @@ class ClaimCheck:
     def agrees(self) -> bool:
         return abs(self.ratio - 1) <= self.rtol
 
+    def verdict(self) -> str:
+        if not self.model:
+            return "agrees" if self.agrees else f"off by x{self.ratio:.2f}"
+        where = f"model's ±{self.rtol:.0%}"
+        return (f"tie: x{self.ratio:.2f}, in {where}" if self.agrees
+                else f"x{self.ratio:.2f}, beyond {where}")
 
-def check(key: str, computed: float, rtol: float = 0.05) -> ClaimCheck:
-    """Set a computed value beside the guide's claim ``key`` (agrees within ``rtol``)."""
+
+def check(key: str, computed: float, rtol: float = 0.05, *, model: bool = False) -> ClaimCheck:
+    """Set a computed value beside the guide's claim ``key`` (agrees within ``rtol``). With
+    ``model=True`` the value is a cost-model prediction and the tolerance is the model's
+    validated band (``rtol`` is then ignored)."""
     if key not in CLAIMS:
         raise ValueError(f"unknown guide claim {key!r}; known: {', '.join(CLAIMS)}")
-    return ClaimCheck(CLAIMS[key], float(computed), rtol)
+    if model:
+        from parlab.costmodel.validation import STEP_TIME_BAND
+
+        rtol = STEP_TIME_BAND
+    return ClaimCheck(CLAIMS[key], float(computed), rtol, model)
 
 
 def _fmt(v: float, unit: str) -> str:
@@ -67,6 +85,6 @@ def _fmt(v: float, unit: str) -> str:
 def claims_table(checks: list[ClaimCheck]) -> str:
     """A text table: section, claim, the guide's value, parlab's value, and a verdict."""
     rows = [[c.claim.section, c.claim.what, _fmt(c.claim.value, c.claim.unit),
-             _fmt(c.computed, c.claim.unit), "agrees" if c.agrees else f"off by x{c.ratio:.2f}"]
+             _fmt(c.computed, c.claim.unit), c.verdict()]
             for c in checks]
     return table(rows, ["guide", "claim", "guide says", "parlab computes", "verdict"], "lllll")

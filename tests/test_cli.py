@@ -96,10 +96,14 @@ def test_every_spelling_gives_the_same_numbers(capsys):
 def test_one_precision_vocabulary_for_every_command(capsys):
     for command in (["estimate", "--gpus", "8"], ["search", "--model", "7b", "--gpus", "8", "--global-batch", "8",
                                                  "--micro-batches", "1", "--recompute", "full"]):
-        mixed, bf16 = run(capsys, *command, "--dtype", "mixed"), run(capsys, *command, "--dtype", "bf16")
-        assert mixed[0] == 0 and mixed == bf16
-    bf16, mixed = run(capsys, "memory", "--dtype", "bf16")[1], run(capsys, "memory", "--dtype", "mixed")[1]
-    assert "dtype bf16 (model states: mixed)" in bf16 and bf16.split("\n")[1:] == mixed.split("\n")[1:]
+        fp32, bf16 = run(capsys, *command, "--dtype", "mixed-fp32-grad"), run(capsys, *command, "--dtype", "bf16")
+        assert bf16[0] == 0 and fp32 == bf16  # bf16 keeps fp32 gradients (Megatron-LM, DeepSpeed)
+        mixed = run(capsys, *command, "--dtype", "mixed")
+        assert mixed[0] == 0 and mixed != bf16  # the ZeRO paper's 16-bit gradients
+    bf16, fp32 = run(capsys, "memory", "--dtype", "bf16")[1], run(capsys, "memory", "--dtype", "mixed-fp32-grad")[1]
+    assert "dtype bf16 (model states: mixed-fp32-grad)" in bf16 and bf16.split("\n")[1:] == fp32.split("\n")[1:]
+    code, out, _ = run(capsys, "estimate", "--gpus", "8", "--dtype", "bf16")
+    assert code == 0 and "x 4 B (fp32 gradients: what Megatron-LM and DeepSpeed keep with bf16" in out
 
 
 def test_tokens_are_read_before_anything_is_printed(capsys):

@@ -64,6 +64,13 @@ from parlab.costmodel.advisor import (  # noqa: E402
     scenario_verdict,
 )
 from parlab.costmodel.plan import Plan  # noqa: E402
+from parlab.costmodel.validation import (  # noqa: E402
+    MEGATRON_BAND,
+    STEP_TIME_BAND,
+    comparison_band,
+    is_tie,
+    margin_verdict,
+)
 
 
 def _verdict(model, n_gpus, kind="dgx-a100", inter=None):
@@ -96,11 +103,25 @@ def test_guide_3_4_one_node_agrees_where_memory_decides():
     assert pcie.rule.says.startswith("PP") and pcie.agrees and pcie.advice.best.plan.pp > 1
 
 
-def test_guide_3_4_pp_without_nvlink_loses_to_zero_for_a_7b_model_by_its_bubble():
+def test_guide_3_4_pp_without_nvlink_ties_with_zero_for_a_7b_model():
+    """ZeRO ranks first, but the guide's PP plan is slower by less than the model can resolve
+    (two predictions, each within the validated +-10%): a tie, and the text says so."""
     v = _verdict("llama-7b", 8, "pcie-10gbe")
     assert not v.agrees and v.advice.best.plan.pp == 1 and v.advice.best.plan.zero >= 1
-    assert v.guides_best.plan.pp > 1 and 0.05 < v.slowdown < 0.3
-    assert "pipeline bubble" in v.why() and f"{v.slowdown:.1%}" in v.why()
+    assert v.guides_best.plan.pp > 1 and 0 < v.slowdown < comparison_band()
+    assert v.tie and v.outcome == "tie"
+    assert "pipeline bubble" in v.why() and margin_verdict(v.slowdown) in v.why() and "a tie" in v.why()
+
+
+def test_a_verdict_is_a_tie_exactly_when_its_margin_is_inside_the_validated_band():
+    """The band is the one in validation (Megatron Table 1's +-10%); two predictions each within
+    it can swap order when they are less than (1.1 / 0.9 - 1) = 22.2% apart."""
+    assert STEP_TIME_BAND == MEGATRON_BAND == 0.10
+    assert comparison_band() == pytest.approx(1.1 / 0.9 - 1)
+    worst_swap = (1 + STEP_TIME_BAND) / (1 - STEP_TIME_BAND)  # slower one predicted high, faster low
+    assert is_tie(worst_swap - 1 - 1e-9) and not is_tie(worst_swap - 1 + 1e-9)
+    assert is_tie(0.107) and is_tie(0.116) and not is_tie(0.30)  # chapter 10's former "disagreements"
+    assert "±10%" in margin_verdict(0.3) and "beyond" in margin_verdict(0.3)
 
 
 def test_guide_3_5_several_nodes_agrees_on_fast_and_slow_networks():
@@ -115,7 +136,7 @@ def test_guide_summary_no_tp_on_10gbe_holds_for_13b_and_fails_for_65b():
     small, big = _verdict("llama-13b", 16, "pcie-10gbe"), _verdict("llama-65b", 32, "pcie-10gbe")
     assert small.rule.section == big.rule.section == "summary"
     assert small.agrees and small.advice.best.plan.tp == 1
-    assert not big.agrees and big.advice.best.plan.tp > 1
+    assert not big.agrees and big.advice.best.plan.tp > 1 and big.tie == is_tie(big.slowdown)
     # without TP the 65B model fits only with full recomputation: a third more matmul time
     assert big.guides_best.plan.recompute == "full" and "compute: matmuls" in big.why()
 
@@ -124,7 +145,10 @@ def test_the_scenarios_cover_every_branch_of_the_guide_s_tree_and_the_table_matc
     branches = {rule.situation for _, rule in decision_branches()}
     assert {v.rule.situation for _, v in guide_scenarios()} == branches and len(branches) == 8
     rows = scenario_rows()
-    assert len(rows) == len(SCENARIOS) and [r[5] for r in rows].count("no") == 2
+    outcomes = [v.outcome for _, v in guide_scenarios()]
+    assert len(rows) == len(SCENARIOS) and outcomes.count("agrees") == len(SCENARIOS) - 2
+    assert outcomes.count("tie") == 2  # chapter 10: where another plan ranks first, it is by a tie
+    assert [r[5] for r in rows] == [{"agrees": "yes", "tie": "tie", "differs": "no"}[o] for o in outcomes]
     for r, (_, v) in zip(rows, guide_scenarios(), strict=True):
         assert r[6] == round(v.advice.best.step_time, 2) and r[8] == v.why()
     assert scenario_verdict(SCENARIOS[0]) is guide_scenarios()[0][1]  # cached, shared with the faces
@@ -194,3 +218,17 @@ def test_the_frameworks_for_a_plan_provide_every_kind_it_uses():
     assert "Megatron-LM" in names and "DeepSpeed" not in names and "torchtitan" in names
     assert "DeepSpeed" in [f.name for f in frameworks_for(Plan(dp=1, zero=1, offload="optimizer", micro_batch=1,
                                                                 micro_batches=8))]
+
+
+def test_megatron_sp_ulysses_and_ring_attention_are_three_things_in_the_table():
+    """Issue 19 item 7: Megatron-style SP (inside the TP group) is not context parallelism; DeepSpeed's
+    'sequence parallelism' is Ulysses (CP by all-to-all), and AutoTP gives DeepSpeed its own TP."""
+    by = {f.name: f for f in FRAMEWORKS}
+    assert "SP" in KINDS and "CP" in KINDS and KINDS.index("SP") != KINDS.index("CP")
+    ds = by["DeepSpeed"]
+    assert {"TP", "CP"} <= ds.provides and "SP" not in ds.provides
+    assert "Ulysses" in ds.note and "AutoTP" in ds.note
+    assert {"SP", "CP"} <= by["Megatron-Core"].provides and {"SP", "CP"} <= by["torchtitan"].provides
+    rows, headers = framework_rows()
+    row = rows[list(by).index("DeepSpeed")]
+    assert row[headers.index("TP")] == row[headers.index("CP")] == "yes" and row[headers.index("SP")] == ""

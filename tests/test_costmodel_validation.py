@@ -135,3 +135,16 @@ def test_guide_1_18_tensor_parallelism_needs_nvlink():
     nvlink = estimate(m, make_cluster("dgx-a100", 64), plan).time.tp_comm
     pcie = estimate(m, make_cluster("pcie-10gbe", 64), plan).time.tp_comm
     assert pcie > 5 * nvlink
+
+
+def test_the_readme_lists_every_validated_run_with_its_error():
+    """The README's validation table is ``readme_table()``: every published run, its error and band."""
+    from pathlib import Path
+
+    from parlab.costmodel.validation import readme_table, validation_rows
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert readme_table() in readme
+    rows = validation_rows()
+    assert sum("Table 2" in r[0] for r in rows) == 6 and sum("Table 1" in r[0] for r in rows) == 10
+    assert sum("BLOOM" in r[0] for r in rows) == 3

@@ -16,13 +16,13 @@ def dash():
     return AdvisorDashboard()
 
 
-def test_initial_state_is_the_guide_3_4_disagreement_with_its_numbers(dash):
+def test_initial_state_is_the_guide_3_4_tie_with_its_numbers_and_band(dash):
     v = scenario_verdict(Scenario("llama-7b", "pcie-10gbe", 8, 64))
-    assert dash.last_error is None and dash.png and not v.agrees
+    assert dash.last_error is None and dash.png and not v.agrees and v.tie
     out = dash.output.value
-    assert "guide 3.4" in out and "differs" in out and v.advice.best.plan.describe() in out
-    assert f"{v.slowdown:.1%}" in out
-    assert dash.plain_text().splitlines()[-1].endswith("differs")
+    assert "guide 3.4" in out and "tie:" in out and v.advice.best.plan.describe() in out
+    assert f"{v.slowdown:.1%}" in out and "±10%" in out
+    assert dash.plain_text().splitlines()[-1].endswith("tie")
     assert dash.controls["inter"].disabled  # one node: no inter-node link to choose
 
 
@@ -42,7 +42,7 @@ def test_a_model_name_it_does_not_know_clears_the_result(dash):
 
 
 def test_the_stack_and_decision_figures_draw_the_library_s_data():
-    from parlab.viz.advisor import AGREE, DISAGREE, decision_figure, stack_figure
+    from parlab.viz.advisor import AGREE, DISAGREE, TIE, decision_figure, stack_figure
 
     fig = stack_figure()
     texts = {t.get_text() for t in fig.axes[0].texts}
@@ -50,6 +50,7 @@ def test_the_stack_and_decision_figures_draw_the_library_s_data():
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == list(LAYERS)
     results = guide_scenarios()
     colors = [t.get_color() for t in decision_figure(results).axes[0].texts]
-    assert colors.count(DISAGREE) == sum(not v.agrees for _, v in results) == 2
+    assert colors.count(TIE) == sum(v.tie for _, v in results) == 2
+    assert colors.count(DISAGREE) == sum(v.outcome == "differs" for _, v in results) == 0
     assert colors.count(AGREE) == len(results) - 2
     assert natural_size(decision_figure(results))[0] <= 900

@@ -63,8 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offload", type=options.name_of("offload", OFFLOADS), default="none",
                         help="none, optimizer or optimizer+params")
     parser.add_argument("--dtype", type=options.dtype, default="bf16",
-                        help="bf16 or fp16 (mixed precision; 'mixed' = bf16), mixed-fp32-grad, fp32")
-    parser.add_argument("--fp32-grads", action="store_true", help="accumulate and reduce gradients in fp32")
+                        help="bf16 (fp32 gradients, as Megatron-LM and DeepSpeed keep them) or fp16 (mixed precision), mixed (bf16, 16-bit gradients), fp32")
+    parser.add_argument("--fp32-grads", action="store_true", default=None,
+                        help="keep gradients in fp32 (the default with bf16; --dtype mixed keeps 16-bit ones)")
     parser.add_argument("--tokens", type=options.token_count,
                         help="also print the time to train on this many tokens, e.g. 300B")
     add_wide(parser)

@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", type=options.model, default="175b",
                         help="preset name or size such as 7B (default 175b)")
     parser.add_argument("--dtype", type=options.dtype, default="mixed",
-                        help="mixed = bf16 = fp16 (16 B/param with Adam), mixed-fp32-grad (18), fp32, "
+                        help="mixed = fp16 (16 B/param with Adam: 16-bit gradients), bf16 = mixed-fp32-grad (18: fp32 ones), fp32, "
                              "pure-bf16 / pure-fp16 (no fp32 copy)")
     parser.add_argument("--optimizer", type=options.name_of("optimizer", OPTIMIZERS), default="adam",
                         help="adam, adamw, momentum, sgd, none (inference)")

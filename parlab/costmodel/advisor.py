@@ -26,6 +26,7 @@ from .estimate import Estimate
 from .models import ModelSpec, get_model
 from .plan import OFFLOADS, Plan
 from .search import SearchResult, search
+from .validation import is_tie, margin_verdict
 
 #: the guide's line between a fast and a slow network (guide 1.18: special networks of hundreds of
 #: Gb/s against a data centre's ordinary 10 Gb/s; 3.5: "10 GbE certainly does not count")
@@ -211,6 +212,17 @@ class Verdict:
         return self.rule.accepts(self.advice.best.plan)
 
     @property
+    def tie(self) -> bool:
+        """The guide's kind loses, but by a margin inside the model's error band
+        (``validation.is_tie``): the model cannot say the guide is wrong."""
+        return not self.agrees and self.slowdown is not None and is_tie(self.slowdown)
+
+    @property
+    def outcome(self) -> str:
+        """'agrees', 'tie' (the guide's kind within the band) or 'differs'."""
+        return "agrees" if self.agrees else "tie" if self.tie else "differs"
+
+    @property
     def slowdown(self) -> float | None:
         """How much longer the guide's best plan's step is than the advisor's (0 when they agree)."""
         if self.guides_best is None:
@@ -235,8 +247,8 @@ class Verdict:
         if g is None:
             return f"no plan of the guide's kind ({self.rule.says}) fits in memory"
         term, extra = largest_extra(g, best)
-        return (f"the guide's kind, best {g.plan.describe()}, is {self.slowdown:.1%} slower: "
-                f"{extra:.2f} s more {term}")
+        return (f"the guide's kind, best {g.plan.describe()}, is {margin_verdict(self.slowdown)}; "
+                f"it pays {extra:.2f} s more {term}")
 
 
 def verdict(advice: Advice) -> Verdict:
@@ -317,7 +329,7 @@ def scenario_rows(scenarios: tuple[Scenario, ...] = SCENARIOS,
         best = v.advice.best
         g = v.guides_best
         rows.append([v.rule.section, v.rule.situation, s.describe(), v.rule.says,
-                     f"{best.plan.describe()} ({layout(best.plan)})", "yes" if v.agrees else "no",
+                     f"{best.plan.describe()} ({layout(best.plan)})", {"agrees": "yes", "tie": "tie", "differs": "no"}[v.outcome],
                      round(best.step_time, 2), round(g.step_time, 2) if g is not None else None, v.why()])
     return rows
 

@@ -49,20 +49,14 @@ class Assumptions:
     cpu_adam_params_per_s
         Parameters per second that the CPU optimizer of ZeRO-Offload updates for one GPU
         (Ren et al. 2021 report about 1B params/s for a multi-core CPU-Adam).
-    zero3_groups_per_layer
-        Parameter groups ZeRO-3 gathers (and reduce-scatters) one by one per transformer layer.
-        DeepSpeed's stage 3 fetches module by module, and a Megatron-style block has four linear
-        modules (fused QKV, attention output, MLP in, MLP out); its biases and norms sit below
-        ``stage3_param_persistence_threshold`` (1e5 elements) and stay gathered. FSDP wrapping each
-        block as one unit is 1. Each collective pays the ring's (dp - 1) alpha.
     zero3_overlap
         Of the time a ZeRO-3 collective runs beside compute, the fraction that is really hidden
         (``step_time.zero3_exposed``). 1 would be perfect prefetching; the gathers and the matmuls
         share the SMs, the HBM and the one host thread that issues both, and a gather can hide
-        only behind its own neighbouring group's compute. 0.5 is an assumption, not a fit: with
-        it ZeRO-3's throughput falls as the batch per GPU shrinks (Narayanan et al. 2021, Table 2,
-        ``validation.megatron_zero3``) where 1 would keep it flat to 768 GPUs; the published runs
-        fall further still, below even 0 (no overlap at all).
+        only behind its own neighbouring group's compute. 0.5 is an assumption, not a fit: with it
+        and one network port per GPU for the collectives (``step_time.zero3_bandwidth``) the six
+        ZeRO-3 rows of Narayanan et al. 2021, Table 2 land within 7% (``validation.megatron_zero3``);
+        with 1 they would be 20-35% high.
     """
 
     matmul_efficiency: float = 0.70
@@ -75,7 +69,6 @@ class Assumptions:
     fragmentation: float = 0.10
     optimizer_traffic: float = 32.0
     cpu_adam_params_per_s: float = 1e9
-    zero3_groups_per_layer: int = 4
     zero3_overlap: float = 0.5
 
     def __post_init__(self) -> None:
@@ -87,7 +80,6 @@ class Assumptions:
         for name in ("elementwise_traffic", "runtime_bytes", "optimizer_traffic"):
             non_negative(f"Assumptions.{name}", getattr(self, name))
         positive("Assumptions.cpu_adam_params_per_s", self.cpu_adam_params_per_s)
-        positive("Assumptions.zero3_groups_per_layer", self.zero3_groups_per_layer, integer=True)
         unit_interval("Assumptions.zero3_overlap", self.zero3_overlap)
 
     def with_(self, **changes) -> Assumptions:

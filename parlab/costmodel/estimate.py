@@ -14,7 +14,13 @@ from .cluster import Cluster
 from .memory import get_precision
 from .models import ModelSpec, get_model
 from .plan import Plan, check_plan
-from .plan_memory import StageMemory, stage_layers, stage_memory, zero3_gathered_params
+from .plan_memory import (
+    DeepSpeedStage3,
+    StageMemory,
+    stage_layers,
+    stage_memory,
+    zero3_gathered_params,
+)
 from .step_time import StepTime, step_flops, step_time
 
 ZERO_SRC = "Rajbhandari et al. 2020 (ZeRO), Fig. 1 / Sec. 5"
@@ -130,8 +136,13 @@ class Estimate:
         where = ("" if p.offload == "none" else f" (offloaded to CPU with the fp32 gradients: "
                                                   f"{human_bytes(st.cpu)})")
         layers = plural(stage_layers(m, p.pp), "layer") + (f" of {m.layers}" if p.pp > 1 else "")
-        zero3 = (f" + {human_count(zero3_gathered_params(m, p.tp))} gathered (ZeRO-3: the unit in use and the "
-                 f"prefetched next one)" if z == 3 else "")
+        ds = DeepSpeedStage3.for_model(m)
+        held = {"fsdp": "FSDP: the unit in use and the prefetched next one",
+                "deepspeed": "DeepSpeed stage 3: the module in use and what stage3_prefetch_bucket_size "
+                             f"{ds.prefetch_bucket_size:.3g} fetches ahead, at most "
+                             f"stage3_max_live_parameters {ds.max_live_parameters:.3g} before it stops"}
+        zero3 = (f" + {human_count(zero3_gathered_params(m, p.tp, p.zero3_impl))} gathered ({held[p.zero3_impl]})"
+                 if z == 3 else "")
         return [
             Term("parameters", st.weights,
                  f"{human_count(st.params)} params ({layers} / tp {p.tp} + embeddings) x {prec.weight} B"
@@ -158,6 +169,11 @@ class Estimate:
             held = "0 (ZeRO-Offload: each micro-batch's shard goes to the CPU)"
         else:
             held = f"{human_count(st.params)} x {prec.grad} B" + (f" / dp {p.dp}" if p.zero >= 2 else "")
+        if p.dtype != "fp32":
+            held += (" (fp32 gradients: what Megatron-LM and DeepSpeed keep with bf16; fp32_grads=False or "
+                     "dtype 'mixed' for 16-bit ones)" if p.fp32_grads else
+                     " (16-bit gradients" + (": what fp16 training keeps)" if p.dtype == "fp16" else
+                                            ", asked for: Megatron-LM and DeepSpeed keep fp32 ones with bf16)"))
         if not st.step_grads:
             return held
         return (f"{held} + the optimizer step's fp32 copy, 4 B x {human_count(st.step_grads / 4)} = "

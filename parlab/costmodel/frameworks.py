@@ -17,8 +17,14 @@ from ._check import positive
 from .plan import Plan
 from .search import divisors, factorizations
 
-#: the kinds of parallelism and memory saving the table has a column for, in its order
-KINDS: tuple[str, ...] = ("DP", "ZeRO/FSDP", "TP", "SP", "PP", "offload", "auto")
+#: the kinds of parallelism and memory saving the table has a column for, in its order. "SP" is
+#: Megatron-style sequence parallelism (Korthikanti et al. 2022: inside the TP group, the LayerNorm
+#: and dropout activations split along the sequence, TP's all-reduce becoming an all-gather + a
+#: reduce-scatter); "CP" splits the *attention* over the sequence across GPUs, by ring attention
+#: (Liu et al. 2023; Megatron-Core's and torchtitan's context parallelism pass K/V blocks round a
+#: ring) or by DeepSpeed-Ulysses (Jacobs et al. 2023: an all-to-all turns a sequence split into a
+#: head split for the attention and back), which DeepSpeed calls "sequence parallelism".
+KINDS: tuple[str, ...] = ("DP", "ZeRO/FSDP", "TP", "SP", "CP", "PP", "offload", "auto")
 
 #: kind -> the parlab modules that teach it (run for real, or model it)
 TAUGHT_BY: dict[str, tuple[str, ...]] = {
@@ -26,6 +32,7 @@ TAUGHT_BY: dict[str, tuple[str, ...]] = {
     "ZeRO/FSDP": ("parlab.parallel.zero", "parlab.costmodel.plan_memory"),
     "TP": ("parlab.parallel.tensor", "parlab.parallel.tensor_model", "parlab.costmodel.tensor_parallel"),
     "SP": ("parlab.parallel.tensor",),
+    "CP": ("parlab.costmodel.frameworks",),  # described, not modelled: no Plan knob for it
     "PP": ("parlab.parallel.pipeline", "parlab.schedules"),
     "offload": ("parlab.parallel.offload", "parlab.costmodel.memory"),
     "auto": ("parlab.costmodel.search", "parlab.costmodel.advisor"),
@@ -57,27 +64,32 @@ def _fw(name: str, era: str, klass: str, provides: str, note: str) -> Framework:
 FRAMEWORKS: tuple[Framework, ...] = (
     _fw("TensorFlow", "guide", "built in", "DP TP",
         "tf.distribute strategies (mirrored, multi-worker) for DP; DTensor layouts shard tensors"),
-    _fw("PyTorch DDP / FSDP", "guide", "built in", "DP ZeRO/FSDP TP SP PP offload",
-        "DDP; FSDP (ZeRO-3 style, CPU offload); DTensor for TP/SP; torch.distributed.pipelining"),
+    _fw("PyTorch DDP / FSDP", "guide", "built in", "DP ZeRO/FSDP TP SP CP PP offload",
+        "DDP; FSDP (ZeRO-3 style, CPU offload); DTensor for TP/SP; context_parallel (ring attention); "
+        "torch.distributed.pipelining"),
     _fw("MindSpore", "guide", "built in", "DP ZeRO/FSDP TP PP auto",
         "operator-level sharding, pipeline stages, optimizer sharding; semi-auto and auto parallel"),
     _fw("OneFlow", "guide", "built in", "DP ZeRO/FSDP TP PP",
         "global tensors with SBP signatures (split, broadcast, partial) place any mix of DP/TP/PP"),
     _fw("PaddlePaddle", "guide", "built in", "DP ZeRO/FSDP TP SP PP offload auto",
         "Fleet hybrid parallelism (DP, TP, PP, sharding stages) and an auto-parallel API"),
-    _fw("Megatron-LM", "guide", "extension", "DP ZeRO/FSDP TP SP PP",
-        "1D TP (column/row splits), SP, 1F1B and interleaved PP, distributed optimizer (ZeRO-1)"),
-    _fw("DeepSpeed", "guide", "extension", "DP ZeRO/FSDP PP offload",
-        "ZeRO stages 1-3, ZeRO-Offload / Infinity, a pipeline engine; TP via Megatron-DeepSpeed"),
-    _fw("Colossal-AI", "guide", "extension", "DP ZeRO/FSDP TP SP PP offload auto",
-        "1D/2D/2.5D/3D TP, ZeRO with Gemini offload, PP; an experimental auto-parallel search"),
+    _fw("Megatron-LM", "guide", "extension", "DP ZeRO/FSDP TP SP CP PP",
+        "1D TP (column/row splits), SP, context parallelism (--context-parallel-size, ring of K/V "
+        "blocks), 1F1B and interleaved PP, distributed optimizer (ZeRO-1)"),
+    _fw("DeepSpeed", "guide", "extension", "DP ZeRO/FSDP TP CP PP offload",
+        "ZeRO stages 1-3, ZeRO-Offload / Infinity, a pipeline engine; AutoTP shards Hugging Face "
+        "models' linear layers (inference, and training since 2025), Megatron's TP and SP via "
+        "Megatron-DeepSpeed; DeepSpeed-Ulysses is its 'sequence parallelism': an all-to-all over heads (CP)"),
+    _fw("Colossal-AI", "guide", "extension", "DP ZeRO/FSDP TP SP CP PP offload auto",
+        "1D/2D/2.5D/3D TP, ZeRO with Gemini offload, PP; ring self-attention (CP); an experimental "
+        "auto-parallel search"),
     _fw("Alpa", "guide", "extension", "DP ZeRO/FSDP TP PP auto",
         "on JAX/XLA: an ILP picks each operator's sharding, a DP slices layers into stages"),
     _fw("JAX / XLA on TPU", "guide", "built in", "DP ZeRO/FSDP TP SP",
         "GSPMD: sharding annotations on a device mesh give DP, FSDP and TP; PP via libraries"),
-    _fw("torchtitan", "today", "extension", "DP ZeRO/FSDP TP SP PP",
+    _fw("torchtitan", "today", "extension", "DP ZeRO/FSDP TP SP CP PP",
         "PyTorch-native 4D: FSDP2, TP/SP with DTensor, PP schedules, context parallelism"),
-    _fw("Megatron-Core", "today", "extension", "DP ZeRO/FSDP TP SP PP",
+    _fw("Megatron-Core", "today", "extension", "DP ZeRO/FSDP TP SP CP PP",
         "Megatron-LM as a library: TP, SP, PP, context and expert parallelism, distributed optimizer"),
     _fw("nanotron", "today", "extension", "DP ZeRO/FSDP TP SP PP",
         "Hugging Face's minimal 3D trainer: DP, TP/SP, 1F1B and all-forward-all-backward PP, ZeRO-1"),

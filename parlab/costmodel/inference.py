@@ -13,10 +13,9 @@ the token back. Pure Python, no torch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 from ._check import fraction, non_negative, positive
 from .hardware import GPUSpec, get_gpu
@@ -175,7 +174,8 @@ class DecodeFit:
 
     @property
     def rms_residual(self) -> float:
-        return float(np.sqrt(np.mean(np.square(self.residuals))))
+        r = self.residuals
+        return math.sqrt(sum(x * x for x in r) / len(r))
 
     @property
     def physical(self) -> bool:
@@ -224,16 +224,27 @@ def fit_decode(measured: Sequence[tuple[str, float, float]], model: str | ModelS
         gens.append((gpu, chars, n, seconds))
         design.append([gen.weights_s + gen.kv_s, n])
         target.append(seconds - gen.prefill_s)
-    a = np.asarray(design)
-    if np.linalg.matrix_rank(a) < 2:
-        raise ValueError("fit_decode needs rows on GPUs of different bandwidths (or lengths) to separate "
-                         "the bandwidth efficiency from the overhead")
-    (inv_eff, c), *_ = np.linalg.lstsq(a, np.asarray(target), rcond=None)
+    inv_eff, c = _least_squares_2(design, target)
     eff = 1 / inv_eff if inv_eff > 0 else float("inf")
     rows = []
     for (gpu, chars, n, seconds), (mem, _), t in zip(gens, design, target, strict=True):
         rows.append((str(gpu), float(chars), n, float(seconds), float(seconds - t + inv_eff * mem + c * n)))
     return DecodeFit(m, float(chars_per_token), prompt_tokens, float(eff), float(c), tuple(rows))
+
+
+def _least_squares_2(design: list[list[float]], target: list[float]) -> tuple[float, float]:
+    """The least-squares (x, y) of ``design @ (x, y) = target`` through the 2 x 2 normal equations
+    (pure Python: the cost model imports no numpy). A singular system (rank < 2) is a ValueError."""
+    saa = sum(a * a for a, _ in design)
+    sab = sum(a * b for a, b in design)
+    sbb = sum(b * b for _, b in design)
+    sat = sum(a * t for (a, _), t in zip(design, target, strict=True))
+    sbt = sum(b * t for (_, b), t in zip(design, target, strict=True))
+    det = saa * sbb - sab * sab
+    if det <= 1e-12 * saa * sbb:
+        raise ValueError("fit_decode needs rows on GPUs of different bandwidths (or lengths) to separate "
+                         "the bandwidth efficiency from the overhead")
+    return (sbb * sat - sab * sbt) / det, (saa * sbt - sab * sat) / det
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,24 @@ SCHEDULES = ("gpipe", "1f1b", "interleaved")
 OFFLOADS = ("none", "optimizer", "optimizer+params")
 DTYPES = ("fp32", "fp16", "bf16")
 ZERO_STAGES = (0, 1, 2, 3)
+#: How a ZeRO-3 plan gathers its weights (``Plan.zero3_impl``): DeepSpeed's stage 3 module by
+#: module with a prefetch bucket (``plan_memory.DEEPSPEED_STAGE3``), or PyTorch FSDP unit by unit
+#: (one transformer block per unit, one unit prefetched ahead).
+ZERO3_IMPLS = ("deepspeed", "fsdp")
 TRAINING_OPTIMIZERS = tuple(o for o in OPTIMIZERS if o != "none")
 
 #: The one vocabulary of training precisions (the CLI's ``--dtype`` everywhere, and ``Plan``):
 #: spelling -> (model-state precision in ``memory.PRECISIONS``, compute dtype of a ``Plan`` or
-#: None when a plan cannot model it, gradients kept in fp32). 'bf16' and 'fp16' mean mixed
-#: precision (16-bit weights and gradients, fp32 master weights and Adam states: Micikevicius
-#: et al. 2018), as the field uses the words; training with no fp32 copy at all is 'pure-bf16'.
+#: None when a plan cannot model it, gradients kept in fp32 by default). 'bf16' and 'fp16' mean
+#: mixed precision (16-bit weights, fp32 master weights and Adam states: Micikevicius et al.
+#: 2018), as the field uses the words. With bf16 the gradients are fp32 by default, as the
+#: frameworks keep them: Megatron-LM turns on accumulate_allreduce_grads_in_fp32 whenever --bf16
+#: is set (megatron/training/arguments.py) and DeepSpeed's bf16 optimizer keeps fp32 gradients
+#: (runtime/bf16_optimizer.py); with fp16 both keep 16-bit gradients. 'mixed' is the ZeRO paper's
+#: 2 + 2 + 12 accounting (bf16 compute, 16-bit gradients); ``Plan(fp32_grads=False)`` says the
+#: same for any dtype. Training with no fp32 copy at all is 'pure-bf16'.
 TRAINING_DTYPES: dict[str, tuple[str, str | None, bool]] = {
-    "bf16": ("mixed", "bf16", False),
+    "bf16": ("mixed-fp32-grad", "bf16", True),
     "fp16": ("mixed", "fp16", False),
     "fp32": ("fp32", "fp32", False),
     "mixed": ("mixed", "bf16", False),
@@ -49,12 +58,17 @@ class Plan:
     ``micro_batches`` of them per step (m, gradient accumulation / pipeline micro-batches), so
     the global batch is dp x micro_batch x m. Give either ``global_batch`` or ``micro_batches``
     (neither: m = 1). ``chunks`` is v, the model chunks per GPU of the interleaved schedule.
-    ``dtype`` is the compute type: 'fp16' and 'bf16' mean mixed precision (16-bit weights and
-    gradients, fp32 master weights and Adam states); ``fp32_grads`` accumulates and reduces
-    gradients in fp32 (Megatron-LM's main_grad, DeepSpeed's bf16 optimizer).
+    ``dtype`` is the compute type: 'fp16' and 'bf16' mean mixed precision (16-bit weights, fp32
+    master weights and Adam states); ``fp32_grads`` keeps the gradients in fp32 (Megatron-LM's
+    main_grad, DeepSpeed's bf16 optimizer). Left as None it is what the frameworks do with the
+    dtype (``TRAINING_DTYPES``): True for bf16, False for fp16; False keeps 16-bit gradients.
+    ``zero3_impl`` says whose ZeRO-3 a ZeRO-3 plan prices (``ZERO3_IMPLS``): DeepSpeed's stage 3
+    (module-by-module gathers, ``stage3_prefetch_bucket_size`` / ``stage3_max_live_parameters``)
+    or PyTorch FSDP (one block per unit, one unit prefetched).
 
     Names are normalised where they enter: ``schedule="GPipe"`` is ``"gpipe"``, ``dtype="mixed"``
-    is ``"bf16"`` (any spelling of ``TRAINING_DTYPES``), so every spelling gives the same numbers.
+    is ``"bf16"`` with 16-bit gradients (any spelling of ``TRAINING_DTYPES``), so every spelling
+    of the same training gives the same numbers.
     """
 
     dp: int = 1
@@ -70,8 +84,9 @@ class Plan:
     sequence_parallel: bool = False
     offload: str = "none"
     dtype: str = "bf16"
-    fp32_grads: bool = False
+    fp32_grads: bool | None = None
     optimizer: str = "adam"
+    zero3_impl: str = "deepspeed"
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "micro_batch", "chunks"):
@@ -82,14 +97,19 @@ class Plan:
             if getattr(self, name) is not None:
                 positive(name, getattr(self, name), integer=True)
         boolean("sequence_parallel", self.sequence_parallel)
-        boolean("fp32_grads", self.fp32_grads)
+        if self.fp32_grads is not None:
+            boolean("fp32_grads", self.fp32_grads)
         spelled = self.dtype
         _, compute, fp32_grads = training_dtype(spelled)
         if compute is None:
             raise ValueError(f"dtype {spelled!r} keeps no fp32 master weights, which a Plan does not model; "
                              f"allowed: {', '.join(n for n, v in TRAINING_DTYPES.items() if v[1])}")
+        if (canonical("dtype", spelled, TRAINING_DTYPES, DTYPE_ALIASES) == "mixed-fp32-grad"
+                and self.fp32_grads is False):
+            raise ValueError(f"dtype {spelled!r} means fp32 gradients; fp32_grads=False contradicts it")
         _set(self, "dtype", compute)
-        _set(self, "fp32_grads", bool(self.fp32_grads) or fp32_grads)
+        _set(self, "fp32_grads", fp32_grads if self.fp32_grads is None else bool(self.fp32_grads))
+        _set(self, "zero3_impl", canonical("zero3_impl", self.zero3_impl, ZERO3_IMPLS))
         _set(self, "schedule", canonical("schedule", self.schedule, SCHEDULES))
         _set(self, "recompute", canonical("recompute", self.recompute, RECOMPUTE))
         _set(self, "offload", canonical("offload", self.offload, OFFLOADS))
@@ -159,19 +179,28 @@ class Plan:
         return "mixed-fp32-grad" if self.fp32_grads else "mixed"
 
     def with_(self, **changes) -> Plan:
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again). A new ``dtype`` without a new
+        ``fp32_grads`` takes that dtype's default gradient precision."""
+        if "dtype" in changes and "fp32_grads" not in changes:
+            changes["fp32_grads"] = None
         return replace(self, **changes)
 
     def describe(self) -> str:
-        """One line, e.g. 'dp=8 tp=8 pp=4 ZeRO-1 mb=1 m=64 interleaved(v=2) recompute=full SP bf16'."""
+        """One line, e.g. 'dp=8 tp=8 pp=4 ZeRO-1 mb=1 m=64 interleaved(v=2) recompute=full SP bf16': the
+        gradient precision only where it is not the dtype's default ('bf16+16-bit grads', 'fp16+fp32
+        grads'), whose ZeRO-3 a ZeRO-3 plan prices ('ZeRO-3(DeepSpeed)', 'ZeRO-3(FSDP)')."""
         sched = f"interleaved(v={self.chunks})" if self.schedule == "interleaved" else self.schedule
-        parts = [f"dp={self.dp}", f"tp={self.tp}", f"pp={self.pp}", f"ZeRO-{self.zero}",
+        impl = {"deepspeed": "(DeepSpeed)", "fsdp": "(FSDP)"}[self.zero3_impl] if self.zero == 3 else ""
+        parts = [f"dp={self.dp}", f"tp={self.tp}", f"pp={self.pp}", f"ZeRO-{self.zero}{impl}",
                  f"mb={self.micro_batch}", f"m={self.m}"]
         parts += [sched] if self.pp > 1 else []
         parts += [f"recompute={self.recompute}"] if self.recompute != "none" else []
         parts += ["SP"] if self.sequence_parallel else []
         parts += [f"offload={self.offload}"] if self.offload != "none" else []
-        parts += [self.dtype + ("+fp32 grads" if self.fp32_grads else "")]
+        default = training_dtype(self.dtype)[2]  # bf16: fp32 gradients; fp16: 16-bit ones
+        grads = "" if self.dtype == "fp32" or self.fp32_grads == default else (
+            "+fp32 grads" if self.fp32_grads else "+16-bit grads")
+        parts += [self.dtype + grads]
         return " ".join(parts)
 
 

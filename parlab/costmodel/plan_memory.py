@@ -56,37 +56,107 @@ def stage_params(model: ModelSpec, tp: int, pp: int, stage: str) -> float:
     return n
 
 
-def zero3_units(model: ModelSpec, tp: int = 1) -> list[float]:
-    """Parameters of each unit ZeRO-3 gathers, on one of ``tp`` TP ranks, in forward order.
+@dataclass(frozen=True)
+class DeepSpeedStage3:
+    """The ``zero_optimization`` values of DeepSpeed's stage 3 that decide how many parameters are
+    gathered at once (DeepSpeed's defaults, and what chapter 11's generated config writes):
+    ``stage3_prefetch_bucket_size`` 5e7 parameters fetched ahead of the module in use,
+    ``stage3_max_live_parameters`` 1e9 parameters gathered at most before prefetching stops,
+    ``stage3_max_reuse_distance`` 1e9 (a parameter used again within that many parameters of
+    compute, as a recomputed layer's are by its backward, is kept, not released and gathered again)
+    and ``stage3_param_persistence_threshold`` 1e5 (smaller tensors stay gathered all the time)."""
 
-    FSDP wraps each transformer block as a unit and leaves the embeddings to the root unit;
-    DeepSpeed's stage 3 gathers module by module in the order it traced. Both come to: the input
-    embedding (V h / t, the position table, BLOOM's embedding norm), the l blocks
-    (``layer_params_per_gpu``), and the output end (the final norm and the output layer V h / t,
-    which with tied embeddings is the embedding matrix gathered again for the logits).
+    prefetch_bucket_size: float = 5e7
+    max_live_parameters: float = 1e9
+    max_reuse_distance: float = 1e9
+    param_persistence_threshold: float = 1e5
+
+    @classmethod
+    def for_model(cls, model: ModelSpec) -> DeepSpeedStage3:
+        """The values chapter 11's generated config writes for ``model`` (``parlab.deepspeed_config``),
+        Hugging Face's rule for DeepSpeed's ``"auto"`` (transformers integrations/deepspeed.py):
+        prefetch bucket 0.9 h^2, persistence threshold 10 h, DeepSpeed's defaults for the other two."""
+        h = model.hidden
+        return cls(prefetch_bucket_size=float(int(0.9 * h * h)), param_persistence_threshold=float(10 * h))
+
+    def config(self) -> dict[str, int]:
+        """The four keys as a DeepSpeed config writes them."""
+        return {f"stage3_{k}": int(getattr(self, k)) for k in
+                ("prefetch_bucket_size", "max_live_parameters", "max_reuse_distance", "param_persistence_threshold")}
+
+
+DEEPSPEED_STAGE3 = DeepSpeedStage3()
+
+
+def zero3_units(model: ModelSpec, tp: int = 1, impl: str = "fsdp") -> list[float]:
+    """Parameters of each unit ZeRO-3 gathers with one collective, on one of ``tp`` TP ranks, in
+    forward order, for ``impl`` 'fsdp' or 'deepspeed' (``plan.ZERO3_IMPLS``).
+
+    FSDP (``impl='fsdp'``) wraps each transformer block as a unit and leaves the embeddings to the
+    root unit: the input embedding (V h / t, the position table, BLOOM's embedding norm), the l
+    blocks (``layer_params_per_gpu``), and the output end (the final norm and the output layer
+    V h / t, which with tied embeddings is the embedding matrix gathered again for the logits).
+    DeepSpeed's stage 3 (``impl='deepspeed'``) fetches module by module in the order it traced
+    (partitioned_param_coordinator.py): the embedding, then per block its four linear modules
+    (fused QKV, attention output, MLP in, MLP out, biases with their weights), the output end; the
+    norms and row-parallel biases sit below ``stage3_param_persistence_threshold`` and stay gathered.
     """
-    h, V = model.hidden, model.vocab
+    if impl not in ("fsdp", "deepspeed"):
+        raise ValueError(f"zero3 implementation must be 'fsdp' or 'deepspeed', got {impl!r}")
+    h, V, f = model.hidden, model.vocab, model.ffn
     norm = 2 * h if model.bias else h
     embedding = V * h / tp + (model.seq_len * h if model.learned_pos else 0) + (norm if model.embedding_norm else 0)
-    return [embedding, *[layer_params_per_gpu(model, tp)] * model.layers, norm + V * h / tp]
+    output = norm + V * h / tp
+    if impl == "fsdp":
+        return [embedding, *[layer_params_per_gpu(model, tp)] * model.layers, output]
+    n_in = 2 if model.gated_mlp else 1
+    b = 1 if model.bias else 0
+    block = [(3 * h * h + b * 3 * h) / tp, h * h / tp, n_in * (h * f + b * f) / tp, f * h / tp]
+    return [embedding, *block * model.layers, output]
 
 
-def zero3_gathered_params(model: ModelSpec, tp: int = 1) -> float:
+def _deepspeed_live(units: list[float], ds: DeepSpeedStage3) -> float:
+    """The most parameters DeepSpeed's stage 3 holds gathered at once: the module in use and the
+    modules its prefetch starts. After fetching the module in use it prefetches the next ones in
+    trace order while fewer than min(stage3_prefetch_bucket_size, stage3_max_live_parameters -
+    live) are in flight; it fetches whole parameters, so the last one can overshoot the bucket
+    (``PartitionedParameterCoordinator.fetch_sub_module``)."""
+    peak = 0.0
+    for i, unit in enumerate(units):
+        budget = min(ds.prefetch_bucket_size, ds.max_live_parameters - unit)
+        ahead, j = 0.0, i + 1
+        while j < len(units) and ahead < budget:
+            ahead += units[j]
+            j += 1
+        peak = max(peak, unit + ahead)
+    return peak
+
+
+def zero3_gathered_params(model: ModelSpec, tp: int = 1, impl: str = "fsdp",
+                          deepspeed: DeepSpeedStage3 | None = None) -> float:
     """Parameters ZeRO-3 holds gathered in full at its peak, on top of its 1/dp shard.
 
-    The unit in use and the next one, prefetched while the first computes: PyTorch FSDP's
+    FSDP (``impl='fsdp'``): the unit in use and the next one, prefetched while the first computes:
     ``forward_prefetch`` / ``BackwardPrefetch.BACKWARD_PRE`` prefetch exactly one unit ahead
-    (torch.distributed.fsdp, Zhao et al. 2023, "PyTorch FSDP", Section 3.3); DeepSpeed's
-    ``stage3_prefetch_bucket_size`` and ``stage3_max_live_parameters`` (deepspeed/runtime/zero/
-    partitioned_param_coordinator.py) bound the same look-ahead by a parameter count, which for a
-    transformer block of a large model is about one block. So: the largest sum of two units next to
-    each other in execution order (``zero3_units``), which for a deep model is two blocks and for a
-    model of one or two layers includes the embedding, and never more than the model's own weights
-    (the units are disjoint parts of it).
+    (torch.distributed.fsdp; Zhao et al. 2023, "PyTorch FSDP", Section 3.3). So the largest sum of
+    two units next to each other in execution order (``zero3_units``): for a deep model two blocks,
+    for a model of one or two layers the embedding and a block.
+
+    DeepSpeed (``impl='deepspeed'``): the module in use plus what ``stage3_prefetch_bucket_size``
+    lets it fetch ahead, bounded by ``stage3_max_live_parameters`` (``_deepspeed_live``), with
+    ``deepspeed``'s values (default: ``DeepSpeedStage3.for_model``, what chapter 11's config writes): for
+    GPT-3 175B the MLP's two linear modules, 1.2B parameters, about a third of FSDP's two blocks.
+    DeepSpeed's own estimator (``estimate_zero3_model_states_mem_needs``) budgets the largest
+    layer's parameters and gradients, 4 B x largest_layer_params, on top of 18 Psi / N.
+
+    Never more than the model's own weights (the units are disjoint parts of it).
     """
-    units = zero3_units(model, tp)
-    pairs = max(a + b for a, b in zip(units, units[1:], strict=False))
-    return min(pairs, stage_params(model, tp, 1, "first"))
+    units = zero3_units(model, tp, impl)
+    if impl == "fsdp":
+        peak = max(a + b for a, b in zip(units, units[1:], strict=False))
+    else:
+        peak = _deepspeed_live(units, deepspeed or DeepSpeedStage3.for_model(model))
+    return min(peak, stage_params(model, tp, 1, "first"))
 
 
 def zero_model_states(n_params: float, dp: int, stage: int, dtype: str = "mixed",
@@ -181,7 +251,8 @@ def fp32_gradient_copy(shard: float, plan: Plan) -> float:
 
     Which framework's accounting each precision follows:
 
-    * 16-bit gradients (``Plan.fp32_grads=False``, the default): the ZeRO paper's 2 + 2 + 12
+    * 16-bit gradients (``Plan.fp32_grads=False``, the default with fp16, an option with bf16):
+      the ZeRO paper's 2 + 2 + 12
       bytes/param (Rajbhandari et al. 2020, Sec. 3.1) plus this transient copy. DeepSpeed's ZeRO
       optimizers convert the rank's gradient partition to fp32 before the update
       (``stage_1_and_2.py`` ``step``; ``stage3.py`` ``_prepare_fp32_grad_for_sub_group``, which
@@ -190,8 +261,8 @@ def fp32_gradient_copy(shard: float, plan: Plan) -> float:
       (``estimate_zero3_model_states_mem_needs`` / ``estimate_zero2_model_states_mem_needs``).
       Megatron-LM's fp16 optimizer does the same without ZeRO (``main_param.grad =
       model_grad.float()``), so with ZeRO-0 the copy covers every parameter the GPU holds.
-    * fp32 gradients (``fp32_grads=True``, dtype 'mixed-fp32-grad'): Megatron-LM's ``main_grad``
-      (accumulate_allreduce_grads_in_fp32, its default with bf16) and DeepSpeed's bf16 optimizer
+    * fp32 gradients (``fp32_grads=True``, the default with bf16): Megatron-LM's ``main_grad``
+      (accumulate_allreduce_grads_in_fp32, which --bf16 turns on) and DeepSpeed's bf16 optimizer
       keep fp32 gradients all the time, 2 + 4 + 12 = 18 bytes/param: no copy is made.
     * fp32 training, or an optimizer offloaded to the CPU (ZeRO-Offload: the fp32 gradients live
       on the host, ``stage_memory``): nothing on the GPU.
@@ -250,8 +321,8 @@ def stage_memory(model: ModelSpec, plan: Plan, stage: str, assumptions: Assumpti
     optimizer = states.master + states.optimizer_states
     shard = params / (plan.dp if plan.zero >= 1 else 1)
     cpu = 0.0
-    if plan.zero == 3:  # the unit in use and the prefetched next one are gathered in full
-        weights += zero3_gathered_params(model, plan.tp) * get_precision(plan.precision).weight
+    if plan.zero == 3:  # what the implementation holds gathered in full (zero3_gathered_params)
+        weights += zero3_gathered_params(model, plan.tp, plan.zero3_impl) * get_precision(plan.precision).weight
     if plan.offload != "none":
         cpu, optimizer = optimizer + 4.0 * shard, 0.0  # + the fp32 gradients of the shard
         if plan.zero >= 2:
@@ -323,7 +394,7 @@ class Zero3VsZero2:
                 f"ZeRO-2's. {why}, more than the {1 - 1 / self.dp:.0%} that sharding saves; {fix}.")
 
 
-def zero3_vs_zero2(model: ModelSpec, dp: int, tp: int = 1, dtype: str = "bf16") -> Zero3VsZero2:
+def zero3_vs_zero2(model: ModelSpec, dp: int, tp: int = 1, dtype: str = "bf16", impl: str = "fsdp") -> Zero3VsZero2:
     """ZeRO-3 against ZeRO-2 for ``model`` over ``dp`` ranks (``Zero3VsZero2``): for a deep model
     ZeRO-3 holds far less; for a model of a few layers over few ranks it can hold more."""
     from .plan import training_dtype
@@ -331,5 +402,5 @@ def zero3_vs_zero2(model: ModelSpec, dp: int, tp: int = 1, dtype: str = "bf16") 
     positive("dp", dp, integer=True)
     positive("tp", tp, integer=True)
     precision = get_precision(training_dtype(dtype)[0])
-    return Zero3VsZero2(model, dp, tp, stage_params(model, tp, 1, "first"), zero3_gathered_params(model, tp),
+    return Zero3VsZero2(model, dp, tp, stage_params(model, tp, 1, "first"), zero3_gathered_params(model, tp, impl),
                         precision.weight)

@@ -45,8 +45,9 @@ def zero3_vs_3d(model: str | ModelSpec, gpu_counts: Sequence[int], global_batch:
     """Guide 1.17 (Narayanan et al. 2021, Sec. 5.2, Table 2 / Figure 10): at a fixed global batch,
     the best ZeRO-3 plan without model parallelism (tp = pp = 1) against the best 3D plan (TP + PP +
     DP with ZeRO-0/1), as the GPU count grows and the batch per GPU shrinks. ZeRO-3 loses because
-    its per-group gathers hide behind less compute and pay a ring latency that grows with the GPU
-    count (``step_time.zero3_exposed``); ``validation.megatron_zero3`` holds it to the paper."""
+    each GPU still moves 3 Psi elements per step, at one port's rate across nodes
+    (``step_time.zero3_bandwidth``), behind less and less compute (``step_time.zero3_exposed``);
+    ``validation.megatron_zero3`` holds it to the paper's six rows."""
     model = get_model(model)
     out = []
     for n in gpu_counts:
@@ -81,16 +82,22 @@ def step_vs_inter_link(model: str | ModelSpec, plan: Plan, links: Sequence[str],
 def zero3_traffic_per_step(n_params: float, dp: int, dtype: str = "bf16", micro_batches: int = 1,
                            recompute: str = "none") -> float:
     """Bytes each GPU sends in one ZeRO-3 step: per micro-batch, all-gather the weights for the
-    forward and again for the backward (and the recompute), reduce-scatter the gradients -
-    3 Psi elements (ZeRO paper, Sec. 7.2.2), 4 Psi with full recompute, each ring collective
-    moving (n-1)/n of its buffer."""
+    forward and again for the backward, reduce-scatter the gradients - 3 Psi elements (ZeRO
+    paper, Sec. 7.2.2), each ring collective moving (n-1)/n of its buffer.
+
+    Full recomputation adds no third gather: the backward's gather serves the recomputed forward
+    too. DeepSpeed keeps a parameter that is used again within ``stage3_max_reuse_distance``
+    (1e9 parameters; the recompute and the backward of a layer use it back to back), and FSDP's
+    pre-backward hook all-gathers a unit before its recomputed forward runs. ``recompute`` is
+    checked and kept for the callers that pass it; it does not change the count. The gradients
+    are reduce-scattered in the 16-bit dtype (DeepSpeed's communication_data_type) even when the
+    optimizer keeps fp32 ones."""
     positive("n_params", n_params)
     positive("dp", dp, integer=True)
     positive("micro_batches", micro_batches, integer=True)
     recompute = canonical("recompute", recompute, RECOMPUTE)
     prec = get_precision("fp32" if training_dtype(dtype)[0] == "fp32" else "mixed")
-    gathers = 3 if recompute == "full" else 2
-    per = n_params * (gathers * prec.weight + prec.grad)
+    per = n_params * 3 * prec.weight  # 2 gathers of the weights + 1 reduce-scatter of the gradients
     return micro_batches * per * (dp - 1) / dp
 
 
@@ -196,8 +203,9 @@ class Zero3Ranking:
 
     With perfect prefetching a ZeRO-3 plan (dp=256 tp=4 for GPT-3 175B on 1,024 A100s) tied the
     3D plans: every byte of its traffic hid behind compute. Priced group by group, with the ring's
-    (dp - 1) alpha per collective and half of the overlapped time hidden, its gathers are exposed
-    and a TP x PP x DP plan with ZeRO-1 ranks first, as in the published runs at that scale."""
+    (dp - 1) alpha per collective, one port per GPU across nodes and half of the overlapped time
+    hidden, its gathers are exposed and a TP x PP x DP plan with ZeRO-1 ranks first, as in the
+    published runs at that scale."""
 
     zero3: Estimate  # the fastest ZeRO-3 plan
     other: Estimate  # the fastest plan with ZeRO-0/1/2

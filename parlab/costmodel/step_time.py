@@ -11,7 +11,7 @@ from parlab.tables import plural
 
 from .assumptions import Assumptions
 from .cluster import Cluster
-from .collectives import group_link
+from .collectives import group_link, ring_time
 from .memory import activation_bytes_per_layer, attention_score_bytes, get_precision
 from .models import ModelSpec
 from .plan import Plan
@@ -87,30 +87,56 @@ class StepTime:
                 "optimizer step": self.optimizer, "offload transfers": self.offload}
 
 
-def zero3_exposed(ag: float, rs: float, fwd: float, groups: int, gathers: int, a: Assumptions) -> float:
+def zero3_exposed(ag: float, rs: float, fwd: float, groups: int, backward_passes: int, a: Assumptions) -> float:
     """Seconds of one micro-batch's ZeRO-3 traffic that compute does not hide.
 
     DeepSpeed's stage 3 fetches module by module (``partitioned_param_coordinator.py``) and FSDP unit
     by unit, each gather prefetched one group ahead; so a group's gather can hide only behind the
-    compute of the group before it, not behind the step's compute as a whole. Per forward pass
-    (``gathers - 1`` of them: the forward and, with full recompute, its repeat) the first gather
-    waits and every other one exposes max(0, ag - fwd); in the backward pass a group's compute
-    (2 fwd) hides the next gather and the previous group's reduce-scatter, the last of which waits.
-    ``ag`` and ``rs`` are one group's collectives (ring: (dp - 1) alpha + (dp - 1)/dp S/B each),
-    ``fwd`` one group's forward compute. While a collective runs beside compute, only
-    ``a.zero3_overlap`` of the overlapped time is hidden (the NCCL kernels take SMs and HBM
-    bandwidth from the matmuls).
-
-    At a fixed global batch, more GPUs mean smaller micro-batches (less compute per group) and
-    longer rings (more latency per collective): ZeRO-3's throughput per GPU falls (Narayanan et al.
-    2021, Table 2; ``validation.megatron_zero3``). The assumption that carries that fall is
-    ``zero3_overlap`` < 1: with perfect overlap it stays flat until a group's gather outgrows the
-    compute beside it (past 768 GPUs for GPT-3 175B at batch 1536).
+    compute of the group before it, not behind the step's compute as a whole. In the forward pass
+    the first gather waits and every other one exposes max(0, ag - fwd); in the backward pass a
+    group's compute (``backward_passes`` forward times: 2 for the backward, 3 with the full
+    recompute that runs just before it) hides the next gather and the previous group's
+    reduce-scatter, the last of which waits. Two gathers per micro-batch, not three: the
+    backward's gather also serves the recompute (FSDP's pre-backward all-gather runs before the
+    recomputed forward; DeepSpeed keeps a parameter that is used again within
+    ``stage3_max_reuse_distance``). ``ag`` and ``rs`` are one group's collectives, ``fwd`` one
+    group's forward compute. While a collective runs beside compute, only ``a.zero3_overlap`` of
+    the overlapped time is hidden (the NCCL kernels take SMs and HBM bandwidth from the matmuls).
     """
     eta = a.zero3_overlap
     forward = ag + (groups - 1) * (ag - eta * min(ag, fwd))
-    backward = ag + rs + (groups - 1) * (ag + rs - eta * min(ag + rs, 2 * fwd))
-    return (gathers - 1) * forward + backward
+    backward = ag + rs + (groups - 1) * (ag + rs - eta * min(ag + rs, backward_passes * fwd))
+    return forward + backward
+
+
+def zero3_bandwidth(cluster: Cluster, ring: float, crosses_nodes: bool) -> float:
+    """Bytes/s one GPU's ZeRO-3 collectives get: the DP group's ring bandwidth (``ring``,
+    ``collectives.group_link``), and across nodes never more than one port of the inter-node link
+    (``LinkSpec.achievable``: 22.5 GB/s for a 200 Gb/s HDR port), however many ports the node
+    has for its ring to leave on at once (8 on a DGX A100, where ``group_link`` gives a ring of 8
+    ranks per node 180 GB/s). On a node with one port (``pcie-10gbe``) both are that port.
+
+    Why: the published ZeRO-3 runs (Narayanan et al. 2021, Table 2: GPT-3 175B and 530B, 384 to
+    2,240 A100s, ``validation.megatron_zero3``) take the same step time as the GPU count doubles
+    at a fixed batch (66.7 s at 768 and 1,536 GPUs; 180 s and 184 s for 530B at 1,120 and 2,240),
+    the signature of a step bound by per-GPU traffic (3 Psi elements per micro-batch whatever the
+    GPU count) at a per-GPU rate: 1.05 TB per GPU in 66.7 s is 15.7 GB/s, 70% of one HDR port and
+    9% of the 8-port ring rate. The mechanism the model takes from DeepSpeed's stage 3: one
+    all-gather per module over all ranks, one module in flight at a time
+    (``stage3_prefetch_bucket_size``, DeepSpeed's default 5e7 parameters or chapter 11's 0.9 h^2 =
+    1.4e8 for GPT-3, is smaller than one GPT-3 linear module of 1.5e8-6e8); at 1,536 ranks each
+    rank's piece of a 1.2 GB module is 0.8 MB, split over NCCL's channels into ~100 KB per ring
+    step, far below the sizes at which nccl-tests reach the multi-port bus bandwidth. The ring's
+    (n - 1) alpha per collective comes on top (``step_time``).
+    """
+    return min(ring, cluster.inter.achievable) if crosses_nodes else ring
+
+
+def zero_stage_reduces_fp32(plan: Plan) -> bool:
+    """Whether the plan's gradient reduction moves fp32: with fp32 gradients and ZeRO-0/1
+    (Megatron-LM's DDP reduces its fp32 main_grad buffer), not with ZeRO-2/3 (DeepSpeed reduces in
+    the 16-bit communication_data_type and accumulates into its fp32 partition)."""
+    return plan.fp32_grads and plan.zero <= 1
 
 
 def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) -> StepTime:
@@ -162,29 +188,39 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     P = max(stage_params(model, t, p, "first"), stage_params(model, t, p, "last"))
     dp, zero, dl = plan.dp, plan.zero, links["dp"]
     f["P"], f["grad_bytes"], f["weight_bytes"] = P, P * prec.grad, P * prec.weight
+    # gradients cross the network in fp32 only where the framework reduces its fp32 buffer:
+    # Megatron-LM's DDP all-reduces main_grad (grad_reduce_in_fp32, on with bf16); DeepSpeed's
+    # ZeRO-2/3 reduce-scatter in communication_data_type, the model's 16-bit dtype by default
+    f["grad_comm_bytes"] = f["grad_bytes"] if zero_stage_reduces_fp32(plan) else P * prec.weight
     compute_mb = f["t_mm_mb"] + f["t_el_mb"]
     f["hide"] = compute_mb * (passes - 1) / passes if a.dp_overlap else 0.0  # backward of a micro-batch
     if dp == 1:
         f["dp_ops"], comm, exposed = "none (dp = 1)", 0.0, 0.0
     elif zero <= 1:  # one all-reduce (ZeRO-1: reduce-scatter + all-gather, the same volume)
         f["dp_ops"] = "1 all-reduce of the gradients per step"
-        comm = dl.time("all_reduce", f["grad_bytes"], dp)
+        comm = dl.time("all_reduce", f["grad_comm_bytes"], dp)
         exposed = max(0.0, comm - f["hide"])
     elif zero == 2:  # reduce-scatter on every micro-batch, all-gather the updated weights once
         f["dp_ops"] = "1 reduce-scatter of the gradients per micro-batch + 1 all-gather of the weights"
-        rs, ag = dl.time("reduce_scatter", f["grad_bytes"], dp), dl.time("all_gather", f["weight_bytes"], dp)
+        rs, ag = dl.time("reduce_scatter", f["grad_comm_bytes"], dp), dl.time("all_gather", f["weight_bytes"], dp)
         comm, exposed = m * rs + ag, m * max(0.0, rs - f["hide"]) + ag
     else:  # ZeRO-3: parameter group by parameter group (see zero3_exposed)
-        gathers = 3 if full else 2
-        G = L * a.zero3_groups_per_layer
-        f["zero3_groups"], f["zero3_gathers"] = G, gathers
-        ag = dl.time("all_gather", f["weight_bytes"] / G, dp)
-        rs = dl.time("reduce_scatter", f["grad_bytes"] / G, dp)
-        f["zero3_latency"] = (gathers + 1) * G * (dp - 1) * dl.latency  # ring: (dp - 1) alpha each
-        f["dp_ops"] = (f"{gathers} all-gathers of the weights + 1 reduce-scatter of the gradients per "
-                       f"micro-batch, each as {plural(G, 'collective')} of one parameter group")
-        comm = m * G * (gathers * ag + rs)
-        exposed = m * zero3_exposed(ag, rs, compute_mb / passes / G, G, gathers, a) if a.dp_overlap else comm
+        groups_per_layer = {"deepspeed": 4, "fsdp": 1}[plan.zero3_impl]  # linear modules / one unit
+        G = L * groups_per_layer
+        f["zero3_groups"], f["zero3_gathers"] = G, 2
+        bw = zero3_bandwidth(cluster, dl.bandwidth, spans["dp"].crosses_nodes)
+        f["bw"]["dp"] = bw
+        ag = ring_time("all_gather", f["weight_bytes"] / G, dp, bw, dl.latency)
+        rs = ring_time("reduce_scatter", f["grad_comm_bytes"] / G, dp, bw, dl.latency)
+        f["zero3_latency"] = 3 * G * (dp - 1) * dl.latency  # ring: (dp - 1) alpha each
+        impl = {"deepspeed": "DeepSpeed stage 3: one parameter group per linear module",
+                "fsdp": "FSDP: one unit per block"}[plan.zero3_impl]
+        f["dp_ops"] = (f"2 all-gathers of the weights (forward; backward, which also serves a recompute) + "
+                       f"1 reduce-scatter of the gradients per micro-batch, each as "
+                       f"{plural(G, 'collective')} ({impl}) at most one port's bandwidth")
+        comm = m * G * (2 * ag + rs)
+        exposed = (m * zero3_exposed(ag, rs, compute_mb / passes / G, G, passes - 1, a) if a.dp_overlap
+                   else comm)
         f["hide"] = compute_mb if a.dp_overlap else 0.0
     f["dp_total"], f["dp_hidden"] = comm, comm - exposed
 
@@ -196,8 +232,10 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
         opt = shard / a.cpu_adam_params_per_s
         # gradients down (from ZeRO-2 on every micro-batch's shard: they accumulate on the host),
         # updated 16-bit weights up (Ren et al. 2021, Sec. 4.1)
-        offload = shard * ((m if zero >= 2 else 1) * prec.grad + prec.weight) / cluster.host.achievable
+        # (from ZeRO-2 the 16-bit gradients go down and the host accumulates them in fp32)
+        down = m * prec.weight if zero >= 2 else prec.grad
+        offload = shard * (down + prec.weight) / cluster.host.achievable
         if plan.offload == "optimizer+params":
-            offload += m * (3 if full else 2) * shard * prec.weight / cluster.host.achievable
+            offload += m * 2 * shard * prec.weight / cluster.host.achievable  # the 2 gathers' fetches
     return StepTime(m * f["t_mm_mb"], m * f["t_el_mb"], m * f["t_tp_mb"], m * f["t_pp_mb"],
                     (p - 1) / v * per_mb, exposed, opt, offload, f)

@@ -4,7 +4,12 @@
   Selene for ten GPT models from 1.7B to 1T parameters, one set of A100 defaults for all rows.
 * BLOOM's preparation runs (bloom_prelude_experiments, guide 2.3): peak memory per GPU and the
   TFLOP/s BigScience computed with their own formula.
+* Megatron-LM 2021, Table 2 (megatron2021_zero3, megatron2021_zero3_530b): TFLOP/s per GPU of
+  ZeRO-3 without model parallelism, GPT-3 175B and 530B, 384 to 2,240 GPUs.
 * The ZeRO paper's worked example (7.5B parameters on 64 GPUs).
+
+``STEP_TIME_BAND`` is the one error band every verdict against the guide uses (``margin_verdict``);
+``readme_table`` is the README's list of every run above with its error.
 """
 
 from __future__ import annotations
@@ -26,6 +31,33 @@ from .search import search
 #: advisor's) within 10%, BLOOM's peak memory within 15%.
 MEGATRON_BAND = 0.10
 BLOOM_MEMORY_BAND = 0.15
+
+#: The model's validated error band for one step-time prediction: Megatron-LM Table 1, the widest
+#: throughput set it is checked against. Every verdict that the guide is wrong uses it, through
+#: ``comparison_band`` and ``margin_verdict``.
+STEP_TIME_BAND = MEGATRON_BAND
+
+
+def comparison_band(band: float = STEP_TIME_BAND) -> float:
+    """How far apart two predictions must be before the model can order them: each may be off by
+    up to ``band`` in either direction, so a plan predicted ``(1 + band) / (1 - band) - 1`` slower
+    (22.2% for +-10%) may still be the faster one. A margin inside it is a tie."""
+    return (1 + band) / (1 - band) - 1
+
+
+def is_tie(margin: float, band: float = STEP_TIME_BAND) -> bool:
+    """Whether a predicted margin (one plan's step time / another's - 1) is inside ``comparison_band``."""
+    return abs(margin) <= comparison_band(band)
+
+
+def margin_verdict(margin: float, band: float = STEP_TIME_BAND) -> str:
+    """The margin with the band beside it, and what it means, e.g. '10.7% slower, inside the ±22%
+    band of two ±10% predictions: a tie'."""
+    side = "slower" if margin >= 0 else "faster"
+    tie = is_tie(margin, band)
+    return (f"{abs(margin):.1%} {side}, {'inside' if tie else 'beyond'} the ±{comparison_band(band):.0%} band of "
+            f"two ±{band:.0%} predictions: {'a tie' if tie else 'the model tells them apart'}")
+
 
 #: micro-batch size and interleaving (v = layers / pp / layers-per-virtual-stage) of each Table 1
 #: row, which the paper does not print: NVIDIA/Megatron-LM examples/sc21/run_table_1.sh.
@@ -264,15 +296,21 @@ def zero_paper_example(n_params: float = 7.5e9, dp: int = 64) -> dict[int, float
 
 
 # -- ZeRO-3 at scale (guide 1.17) ---------------------------------------------------------------
+#: The band the tests hold the ZeRO-3 rows of Narayanan et al. 2021 Table 2 to (issue 19, item 11).
+ZERO3_BAND = 0.15
+
+
 @dataclass(frozen=True)
 class Zero3Row(_VsMeasured):
-    """One GPU count of Narayanan et al. 2021, Table 2: the measured TFLOP/s per GPU of ZeRO-3
-    (no model parallelism) and of PTD-P, and our estimate of the same ZeRO-3 run."""
+    """One row of Narayanan et al. 2021, Table 2: the measured TFLOP/s per GPU of ZeRO-3 (no model
+    parallelism) and of PTD-P at the same GPU count (None where the paper has none), and our
+    estimate of the same ZeRO-3 run."""
 
+    params_b: float
     gpus: int
     micro_batch: int
     measured: float
-    measured_ptdp: float
+    measured_ptdp: float | None
     estimate: Estimate
 
     @property
@@ -295,19 +333,67 @@ class Zero3Row(_VsMeasured):
 
 
 def megatron_zero3(assumptions: Assumptions = DEFAULT) -> list[Zero3Row]:
-    """GPT-3 175B with ZeRO-3 on 384, 768 and 1536 A100s at a fixed global batch of 1536 (Narayanan
-    et al. 2021, Sec. 5.2, Table 2): the published micro-batch (4, 2, 1: one micro-batch per GPU
-    per step), fp16, full recomputation, dp = GPUs. The measured throughput halves with each
-    doubling; the model falls too, but less (see ``Assumptions.zero3_overlap``): the trend, not
-    the magnitude."""
-    rows = read_csv("megatron2021_zero3")
-    ptdp = {int(r["gpus"]): float(r["tflops_per_gpu"]) for r in rows if r["scheme"] == "ptd-p"}
-    model = get_model("gpt3-175b")
+    """The six ZeRO-3 rows of Narayanan et al. 2021, Sec. 5.2, Table 2: GPT-3 175B on 384, 768 and
+    1,536 A100s at batch 1536, the 530B model on 640 (batch 2560), 1,120 and 2,240 (batch 2240),
+    the published micro-batch (4, 2, 1: one micro-batch per GPU per step), fp16, full
+    recomputation, dp = GPUs, DeepSpeed's stage 3. The measured throughput halves with each
+    doubling of GPUs: the step time stays flat, bound by per-GPU parameter traffic at one GPU's
+    network share (``step_time.zero3_bandwidth``)."""
+    rows = read_csv("megatron2021_zero3") + read_csv("megatron2021_zero3_530b")
+    ptdp = {(float(r["params_b"]), int(r["gpus"])): float(r["tflops_per_gpu"]) for r in rows
+            if r["scheme"] == "ptd-p"}
+    models = {174.6: get_model("gpt3-175b"), 529.6: megatron_model(
+        {"params_b": "529.6", "layers": "105", "hidden": "20480", "heads": "128"})}
     out = []
     for r in (r for r in rows if r["scheme"] == "zero3"):
-        n, mb = int(r["gpus"]), int(r["micro_batch"])
+        size, n, mb = float(r["params_b"]), int(r["gpus"]), int(r["micro_batch"])
         plan = Plan(dp=n, zero=3, micro_batch=mb, global_batch=int(r["global_batch"]), recompute="full",
-                    dtype="fp16")
-        out.append(Zero3Row(n, mb, float(r["tflops_per_gpu"]), ptdp[n],
-                            estimate(model, make_cluster("dgx-a100", n), plan, assumptions)))
+                    dtype="fp16", zero3_impl="deepspeed")
+        out.append(Zero3Row(size, n, mb, float(r["tflops_per_gpu"]), ptdp.get((size, n)),
+                            estimate(models[size], make_cluster("dgx-a100", n), plan, assumptions)))
     return out
+
+
+def zero3_summary(rows: list[Zero3Row]) -> ErrorSummary:
+    """The TFLOP/s errors of the ZeRO-3 rows against ``ZERO3_BAND``."""
+    return ErrorSummary(tuple(r.error for r in rows), ZERO3_BAND)
+
+
+def zero3_scaling(rows: list[Zero3Row], params_b: float = 174.6) -> tuple[float, float]:
+    """(measured, predicted) TFLOP/s per GPU at the most GPUs of ``params_b``'s rows over that at
+    the fewest: the published x0.31 for GPT-3 175B from 384 to 1,536 GPUs."""
+    mine = sorted((r for r in rows if r.params_b == params_b), key=lambda r: r.gpus)
+    return mine[-1].measured / mine[0].measured, mine[-1].predicted / mine[0].predicted
+
+
+# -- the README's table ----------------------------------------------------------------------------
+def validation_rows(assumptions: Assumptions = DEFAULT) -> list[list[str]]:
+    """Every published run the model is checked against, one row each: source, run, what is
+    compared, measured, predicted, signed error and the band the tests hold it to."""
+    out = []
+    for r in megatron_table1(assumptions):
+        out.append(["Narayanan et al. 2021, Table 1", f"GPT {r.params_b:g}B, {r.gpus:,} GPUs, dp/tp/pp "
+                    f"{r.dp}/{r.tp}/{r.pp}", "TFLOP/s per GPU", f"{r.measured:g}", f"{r.predicted:.1f}",
+                    f"{r.error:+.1%}", f"±{MEGATRON_BAND:.0%}"])
+    for r in megatron_zero3(assumptions):
+        out.append(["Narayanan et al. 2021, Table 2", f"ZeRO-3 {r.params_b:g}B, {r.gpus:,} GPUs, micro-batch "
+                    f"{r.micro_batch}", "TFLOP/s per GPU", f"{r.measured:g}", f"{r.predicted:.1f}",
+                    f"{r.error:+.1%}", f"±{ZERO3_BAND:.0%}"])
+    for r in bloom_table(assumptions):
+        out.append(["BigScience BLOOM prelude (guide 2.3)", f"{r.size}, {r.gpus} GPUs, dp/tp/pp {r.dp}/{r.tp}/{r.pp}",
+                    "peak GB per GPU", f"{r.measured_gb:g}", f"{r.predicted_gb:.1f}", f"{r.memory_error:+.1%}",
+                    f"±{BLOOM_MEMORY_BAND:.0%}"])
+    paper = {0: 120, 1: 31.4, 2: 16.6, 3: 1.9}  # Rajbhandari et al. 2020, Figure 1
+    for stage, gb in zero_paper_example().items():
+        out.append(["Rajbhandari et al. 2020, Figure 1", f"7.5B, 64 GPUs, ZeRO-{stage}", "model states GB per GPU",
+                    f"{paper[stage]:g}", f"{gb:.1f}", f"{gb / paper[stage] - 1:+.1%}", "the paper's rounding"])
+    return out
+
+
+def readme_table(assumptions: Assumptions = DEFAULT) -> str:
+    """``validation_rows`` as the Markdown table the README shows (tests/test_costmodel_validation.py
+    checks that the README holds exactly this)."""
+    headers = ["source", "run", "compared", "measured", "predicted", "error", "band"]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in validation_rows(assumptions)]
+    return "\n".join(lines)

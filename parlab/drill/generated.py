@@ -48,12 +48,22 @@ def states_mixed_adam(rng) -> Posed:
                  f"{n:.3g} = {s.total / 1e9:,.4g} GB.", {"n_params": n})
 
 
+#: what each dtype and optimizer of the memory questions means, spelled out in the prompt (an 'sgd'
+#: without the words would leave the learner to guess whether it keeps a momentum buffer)
+DTYPE_WORDS = {"fp32": "fp32 throughout", "mixed": "mixed precision with 16-bit gradients (fp32 master weights)",
+               "mixed-fp32-grad": "mixed precision with fp32 gradients (fp32 master weights)",
+               "bf16": "pure bf16 (no fp32 master copy)", "fp16": "fp16 weights only"}
+OPTIMIZER_WORDS = {"adam": "Adam (momentum and variance)", "momentum": "SGD with momentum (one state)",
+                   "sgd": "plain SGD, no momentum (no optimizer state)", "none": "no optimizer"}
+
+
 def bytes_per_param_q(rng) -> Posed:
     dtype = rng.choice(("fp32", "mixed", "mixed-fp32-grad", "bf16"))
     optimizer = rng.choice(("adam", "momentum", "sgd"))
     b = bytes_per_param(dtype, optimizer)
     one = model_state_memory(1, dtype, optimizer)
-    return Posed(f"Bytes of model states per parameter with dtype '{dtype}' and optimizer '{optimizer}'?",
+    return Posed(f"Bytes of model states per parameter with dtype '{dtype}' ({DTYPE_WORDS[dtype]}) and "
+                 f"optimizer '{optimizer}' ({OPTIMIZER_WORDS[optimizer]})?",
                  b, f"parlab model_state_memory: weights {one.weights:g} + gradients {one.grads:g} + "
                  f"master weights {one.master:g} + optimizer states {one.optimizer_states:g} = {b:g} "
                  "bytes per parameter.", {"dtype": dtype, "optimizer": optimizer})
@@ -89,8 +99,9 @@ def largest_on_gpu(rng) -> Posed:
     dtype, optimizer = rng.choice((("mixed", "adam"), ("fp16", "none"), ("mixed", "sgd"), ("fp32", "adam")))
     cap = get_gpu(gpu).memory_bytes
     n = largest_model(cap, dtype, optimizer)
-    what = "inference (weights only)" if optimizer == "none" else f"training with {optimizer}"
-    return Posed(f"How many parameters fit in one {gpu} ({cap:,.0f} bytes) for {what} in '{dtype}', "
+    what = "inference (weights only)" if optimizer == "none" else f"training with {OPTIMIZER_WORDS[optimizer]}"
+    return Posed(f"How many parameters fit in one {gpu} ({cap:,.0f} bytes) for {what} in '{dtype}' "
+                 f"({DTYPE_WORDS[dtype]}), "
                  "counting model states only?", n,
                  f"parlab largest_model: {cap:.4g} / {bytes_per_param(dtype, optimizer):g} B/param = "
                  f"{n / 1e9:.4g}B. Datasheet 'GB' are often GiB: the '80GB' A100 holds "
@@ -208,8 +219,11 @@ def zero3_traffic(rng) -> Posed:
     bytes_ = zero3_traffic_per_step(n, dp, "bf16", 1, recompute)
     return Posed(f"ZeRO-3, {_b(n)} parameters in bf16, {dp} GPUs, one micro-batch, recompute '{recompute}': "
                  "how many GB does each GPU send per step?", bytes_,
-                 f"parlab zero3_traffic_per_step: ({2 if recompute == 'none' else 3} weight gathers + 1 "
-                 f"gradient reduce-scatter) x 2 B x Psi x (n-1)/n = {bytes_ / 1e9:,.4g} GB.",
+                 f"parlab zero3_traffic_per_step: (2 weight gathers + 1 gradient reduce-scatter) x 2 B x Psi "
+                 f"x (n-1)/n = {bytes_ / 1e9:,.4g} GB"
+                 + (". Full recompute adds no third gather: the backward's gather serves the recomputed "
+                    "forward (DeepSpeed keeps the parameters within stage3_max_reuse_distance; FSDP gathers "
+                    "before the recompute)." if recompute == "full" else "."),
                  {"n_params": n, "dp": dp, "recompute": recompute})
 
 
@@ -332,7 +346,7 @@ QUESTIONS = [
     Numeric("gen-zero-stage", "1.16", "zero", zero_stage_memory, "bytes", "GB", 0.02,
             why="ZeRO stages 1-3 (Rajbhandari et al. 2020, Fig. 1)."),
     Numeric("gen-zero3-traffic", "1.19", "zero", zero3_traffic, "bytes", "GB", 0.02,
-            why="ZeRO-3 gathers the weights for forward (and recompute) and backward."),
+            why="ZeRO-3 gathers the weights for the forward and the backward (which also serves a recompute)."),
     Numeric("gen-zero3-seconds", "1.19", "network", zero3_seconds, "seconds", "s", 0.02,
             why="Traffic / line rate, the guide's own estimate done in bytes."),
     Numeric("gen-gbit", "1.18", "network", gbit_to_bytes, "rate", "GB/s", 0.01,

@@ -4,6 +4,7 @@ multi-node bandwidth, NCCL settings."""
 from __future__ import annotations
 
 from parlab.costmodel import custom_link, get_gpu, zero_model_states
+from parlab.guide_tables import GUIDE_4_1
 
 from .questions import MultipleChoice, Named, Numeric, Posed
 
@@ -16,8 +17,18 @@ def _hbm_ratio(_rng) -> Posed:
     return Posed("Decoding one token reads every weight once. By how many times does the A800's HBM "
                  "bandwidth exceed the V100's?", r,
                  f"parlab GPU presets: {a800.hbm_bytes_per_s / 1e9:,.0f} / {v100.hbm_bytes_per_s / 1e9:,.0f} "
-                 f"GB/s = {r:.3g}x, yet the guide measures V100 only ~40% slower: fixed per-token "
-                 "overheads (kernel launches, Python, sampling) do not speed up with bandwidth.")
+                 f"GB/s = {r:.3g}x, yet the guide's own rows make the V100 only {v100_slower_by():.0%} slower per "
+                 f"character (the slopes of their straight lines, chapter 11; the guide rounds it to "
+                 f"{GUIDE_4_1['v100_slower_by']:.0%}): fixed per-token overheads (kernel launches, Python, "
+                 "sampling) do not speed up with bandwidth.")
+
+
+def v100_slower_by() -> float:
+    """How much slower the V100 answers than the A800 per character in guide 4.1's own rows: the
+    ratio of the slopes of their straight lines (``guide_tables.line_fit``), as chapter 11 prints."""
+    from parlab.guide_tables import line_fit
+
+    return line_fit("v100").slope / line_fit("a800").slope - 1
 
 
 def _stage3_saving(rng) -> Posed:

@@ -15,11 +15,28 @@ from parlab.costmodel import (
     zero3_traffic_per_step,
     zero_paper_example,
 )
+from parlab.data import read_csv
 from parlab.guide import CLAIMS
 
 from .questions import MultipleChoice, Named, Numeric, Posed
 
 FRAMEWORKS = ("PyTorch DDP", "Megatron-LM", "DeepSpeed", "Colossal-AI", "Alpa", "GPipe")
+
+
+def sharding_alone() -> str:
+    """The course's one position on ZeRO-3/FSDP without TP or PP at 100B+ scale (chapters 07 and 08,
+    this card), with the published evidence read from ``parlab/data``."""
+    rows = read_csv("megatron2021_zero3")
+    big = max(int(r["gpus"]) for r in rows)
+    z3, ptdp = (next(float(r["tflops_per_gpu"]) for r in rows if r["scheme"] == k and int(r["gpus"]) == big)
+                for k in ("zero3", "ptd-p"))
+    return ("ZeRO-3/FSDP alone does not train 100B+-class models efficiently on those clusters; the published "
+            "runs combine it with TP: OPT-175B used FSDP together with Megatron-LM TP = 8 (Zhang et al. 2022, "
+            f"Sec. 2.3), and GPT-3 175B under ZeRO-3 alone ran at {z3:g} TFLOP/s per GPU on {big:,} A100s against "
+            f"PTD-P's {ptdp:g} (Narayanan et al. 2021, Table 2).")
+
+
+_SHARDING_ALONE = sharding_alone()
 
 
 RULE = CLAIMS["finetune-bytes-per-param"].value  # the guide's "20n GB for an n-billion model"
@@ -165,11 +182,12 @@ QUESTIONS = [
     MultipleChoice(
         "combine", "1.14", "3d parallel",
         prompt="Can data, tensor and pipeline parallelism be used together?",
-        correct="Yes: that is 3D parallelism, and pretraining a very large model needs it",
+        correct="Yes: that is 3D parallelism; at 100B+ scale the published runs combine them, sharding alone is not enough",
         wrong=("No: TP and PP both split the model, so they exclude each other",
                "Only DP with one of the other two",
                "Only on TPUs"),
-        why="Megatron-LM's PTD-P trains 1T parameters on 3072 GPUs with all three (Narayanan et al. 2021)."),
+        why="Megatron-LM's PTD-P trains 1T parameters on 3072 GPUs with all three (Narayanan et al. 2021). "
+            + _SHARDING_ALONE),
     # -- 1.15 Colossal-AI nD ------------------------------------------------------------------
     MultipleChoice(
         "colossal-nd", "1.15", "tensor parallel",
@@ -252,7 +270,8 @@ QUESTIONS = [
                "ZeRO-3 sends nothing per step once the weights are sharded",
                "It should be 16 bytes per parameter, the model-state size"),
         why="Two all-gathers of 16-bit weights and one reduce-scatter of 16-bit gradients: about 6 bytes "
-            "per parameter per GPU per micro-batch, more with recompute."),
+            "per parameter per GPU per micro-batch, recompute or not (the backward's gather serves the "
+            "recomputed forward)."),
     # -- 1.20 techniques ----------------------------------------------------------------------
     Named("alpa-category", "1.20", "frameworks",
           prompt="Which project searches inter- and intra-operator parallel plans automatically?",

@@ -13,7 +13,7 @@ from parlab.tables import plural
 from .figures import new_figure
 
 LAYER_COLORS = ("#c6dbef", "#9ecae1", "#fdd0a2", "#fdae6b", "#c7e9c0", "#a1d99b")
-AGREE, DISAGREE, OTHER = "#2b8a3e", "#c92a2a", "#868e96"
+AGREE, DISAGREE, OTHER, TIE = "#2b8a3e", "#c92a2a", "#868e96", "#e67700"
 
 
 def stack_figure(stacks: dict[str, tuple[str, ...]] = STACKS, layers: Sequence[str] = LAYERS):
@@ -52,6 +52,8 @@ def _short(s: Scenario, v: Verdict) -> tuple[str, str]:
         return f"yes  {head}", AGREE
     if v.slowdown is None:
         return f"no   {head}; guide's kind does not fit", DISAGREE
+    if v.tie:  # inside the model's band (validation.comparison_band): not a verdict against the guide
+        return f"tie  {head}; guide's kind {v.slowdown:+.0%}", TIE
     return f"no   {head}; guide's kind {v.slowdown:+.0%}", DISAGREE
 
 

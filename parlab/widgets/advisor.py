@@ -41,8 +41,8 @@ class AdvisorDashboard(Dashboard):
 
     def html(self, v: Verdict) -> str:
         a, best = v.advice, v.advice.best
-        verdict = ("agrees" if v.agrees else "differs") + f": {v.why()}"
-        color = "#2b8a3e" if v.agrees else "#c92a2a"
+        verdict = f"{v.outcome}: {v.why()}"  # a margin inside the model's band is a tie
+        color = {"agrees": "#2b8a3e", "tie": "#e67700", "differs": "#c92a2a"}[v.outcome]
         head = (f"<p><b>{html_lib.escape(a.model.name)}</b> on {html_lib.escape(a.cluster.describe())}, "
                 f"global batch {a.global_batch:,}<br>fastest: <code>{html_lib.escape(best.plan.describe())}</code>"
                 f"<br>guide {v.rule.section} ({html_lib.escape(v.rule.situation)}): "
@@ -67,4 +67,4 @@ class AdvisorDashboard(Dashboard):
     def summary(self, v: Verdict) -> str:
         best = v.advice.best
         return (f"{v.advice.model.name}, {plural(v.advice.cluster.n_gpus, 'GPU')}: {layout(best.plan)}; guide "
-                f"{v.rule.section} ({v.rule.says}) {'agrees' if v.agrees else 'differs'}")
+                f"{v.rule.section} ({v.rule.says}) {v.outcome}")
