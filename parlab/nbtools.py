@@ -24,10 +24,14 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
+if TYPE_CHECKING:
+    import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
+# nbformat (1.5 s of imports: jsonschema) is imported where a notebook is read, not here: the
+# exercise checkers import STUB on every rank they launch
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = 'raise NotImplementedError("exercise: write this part (see the markdown above)")'
 
@@ -78,6 +82,8 @@ def solutions(root: Path = ROOT) -> list[Path]:
 
 def write_exercises(root: Path = ROOT) -> list[Path]:
     """(Re)write exercises/X.ipynb for every solutions/X.ipynb; return the paths written."""
+    import nbformat
+
     written = []
     for sol in solutions(root):
         ex = make_exercise(nbformat.read(sol, as_version=4))
@@ -90,6 +96,8 @@ def write_exercises(root: Path = ROOT) -> list[Path]:
 
 def out_of_date(root: Path = ROOT) -> list[str]:
     """Exercises whose code or text differs from what their solution generates."""
+    import nbformat
+
     stale = []
     for sol in solutions(root):
         want = make_exercise(nbformat.read(sol, as_version=4))
@@ -105,6 +113,7 @@ def out_of_date(root: Path = ROOT) -> list[str]:
 
 def execute(path: Path, timeout: int = 600) -> None:
     """Run a notebook top to bottom in its own folder and save it with outputs and widget state."""
+    import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)

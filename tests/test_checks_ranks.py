@@ -31,3 +31,16 @@ def test_a_stub_fails_without_starting_a_rank(tmp_path, monkeypatch):
 def test_written_code_is_not_a_stub(tmp_path):
     learner = _module_with(tmp_path, "def step(comm):\n    return comm.rank\n")
     assert not ranks.is_stub(learner.step) and not ranks.is_stub(3) and not ranks.is_stub(print)
+
+
+def test_the_checkers_import_no_notebook_machinery():
+    """A checker's functions run on every rank it launches, which imports their module: nbformat
+    (1.5 s of jsonschema) or nbclient there would cost each rank seconds."""
+    import subprocess
+    import sys
+
+    code = ("import sys, parlab.checks.comm, parlab.checks.ddp, parlab.checks.tensor, parlab.checks.zero, "
+            "parlab.checks.pipeline, parlab.checks.grid, parlab.checks.memory, parlab.checks.drill; "
+            "print(sorted(m for m in ('nbformat', 'nbclient', 'jupyter_client') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

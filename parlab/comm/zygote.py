@@ -41,8 +41,11 @@ import threading
 
 MAX_ZYGOTES = 2
 READY_LIMIT = 120.0  # seconds the zygote may take to import (as a rank may to start)
+#: what the ranks import, once (a rank still imports anything else it needs, as a fresh one
+#: would; what the zygote imported is the code as it was when the zygote started)
 PRELOAD = ("numpy", "cloudpickle", "torch", "torch.distributed", "parlab.comm.worker",
-           "parlab.comm.engine", "parlab.comm.local", "parlab.comm.torch_backend")
+           "parlab.comm.engine", "parlab.comm.local", "parlab.comm.torch_backend", "parlab.parallel",
+           "parlab.costmodel")
 _PACKET = 1 << 20  # bytes of one request or reply (an environment and a few numbers)
 _MAX_FDS = 64
 
