@@ -15,9 +15,11 @@ from parlab import derivations as d
 from parlab.costmodel import (
     GPUS,
     SECONDS_PER_YEAR,
+    GiB,
     alphabeta,
     get_link,
     get_model,
+    get_precision,
     implied_utilisation,
     largest_model,
     model_state_memory,
@@ -66,6 +68,11 @@ def _gb(nbytes: float, digits: int = 0) -> str:
     return _f(nbytes / GB, digits)
 
 
+def _gib(nbytes: float) -> str:
+    """'80 GiB': a card's memory as its datasheet's binary size."""
+    return f"{nbytes / GiB:,.0f} GiB"
+
+
 def _link_gbps(name: str) -> str:
     """A link's one-way bandwidth in GB/s."""
     return _s(get_link(name).bandwidth / GB)
@@ -81,7 +88,7 @@ def s_1_1() -> dict[str, str]:
     u_v100 = implied_utilisation(flops, quoted, 1, "v100-32gb")
     a100_years = training_seconds(flops, 1, "a100-80gb", u_v100) / SECONDS_PER_YEAR
     days = compute_wall("gpt3-175b", tokens=300e9, gpu="a100-80gb", n_gpus=1024, utilisation=0.5).days
-    return {"fp32_gb": _gb(fp32.total), "bpp": _f(mixed.total), "a100_gb": _gb(GPUS["a100-80gb"].memory_bytes),
+    return {"fp32_gb": _gb(fp32.total), "bpp": _f(mixed.total), "a100_mem": _gib(GPUS["a100-80gb"].memory_bytes),
             "flops": f"{flops:.2g}".replace("e+", "e"), "guide_years": _f(CLAIMS["gpt3-years-a100"].value), "u_v100": _pct(u_v100, 1),
             "a100_years": _f(a100_years), "gpus": "1,024", "days": _f(days, 1)}
 
@@ -151,7 +158,7 @@ def s_1_9() -> dict[str, str]:
     g = Grid(dp=2, tp=4, pp=4)
     r = 13
     fmt = lambda ranks: "、".join(map(str, ranks))  # noqa: E731
-    return {"world": str(g.world), "rank": str(r), "tp_group": fmt(g.group("tp", r)),
+    return {"world": str(g.world), "dp": str(g.dp), "tp": str(g.tp), "pp": str(g.pp), "rank": str(r), "tp_group": fmt(g.group("tp", r)),
             "pp_group": fmt(g.group("pp", r)), "dp_group": fmt(g.group("dp", r))}
 
 
@@ -161,7 +168,7 @@ def s_1_10() -> dict[str, str]:
     n = w.model.num_params()
     rule = CLAIMS["finetune-bytes-per-param"].value
     return {"bpp": _f(w.total / n, 1), "total_gb": _gb(w.total), "bpp_full": _f(full.total / n, 1),
-            "guide_gb": _f(rule * n / GB), "states_bpp": _f(model_state_memory(1, "mixed", "adam").total),
+            "guide_gb": _f(rule * n / GB), "model_b": _f(n / 1e9, 2), "states_bpp": _f(model_state_memory(1, "mixed", "adam").total),
             "seq": _f(w.model.seq_len), "mb": "1"}
 
 
@@ -245,7 +252,7 @@ def _guide_1_19():
 
 def s_1_19() -> dict[str, str]:
     g = _guide_1_19()
-    return {"guide_g": _f(g.guide_elements / 1e9), "guide_s": _f(g.guide_seconds), "real_gb": _gb(g.bytes_fp16),
+    return {"elem_bytes": _f(get_precision("mixed").weight), "guide_g": _f(g.guide_elements / 1e9), "guide_s": _f(g.guide_seconds), "real_gb": _gb(g.bytes_fp16),
             "real_s": _f(g.seconds_line_rate), "step_s": _f(g.estimate.step_time), "ratio": _f(g.bytes_fp16 / g.guide_elements)}
 
 
@@ -300,7 +307,7 @@ def s_2_3() -> dict[str, str]:
 def s_3_3() -> dict[str, str]:
     w = memory_wall("llama-7b", "mixed", "adam", micro_batch=1, recompute="full")
     n = w.model.num_params()
-    return {"card_gb": _gb(GPUS["a100-80gb"].memory_bytes), "full_gb": _gb(w.total), "weights_gb": _gb(2 * n), "offload_gb": _gb(16 * n)}
+    return {"card_mem": _gib(GPUS["a100-80gb"].memory_bytes), "full_gb": _gb(w.total), "weights_gb": _gb(2 * n), "offload_gb": _gb(16 * n)}
 
 
 def s_3_4() -> dict[str, str]:
