@@ -266,3 +266,14 @@ def test_the_dashboard_switches_language():
     assert 'lang="zh-CN"' in dash.output.value and isinstance(dash.quiz.card, ZhCard)
     dash.answer_with("A")
     assert dash.check() is not None and re.search(r"[\u4e00-\u9fff]", dash.feedback.value)
+
+
+def test_the_glossary_search_box_filters_both_languages():
+    from parlab.zh.widget import GlossaryTable, browser
+
+    view = browser()
+    view.box.value = "bubble"
+    assert "气泡率" in view.out.value and "张量并行" not in view.out.value
+    view.box.value = ""
+    assert view.out.value == ""
+    assert f"{len(glossary.GLOSSARY)} terms" in repr(GlossaryTable())

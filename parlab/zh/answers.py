@@ -7,8 +7,10 @@ the course computes an erratum. The analogies ("打个比方") are ours, not the
 Template rules (tests/test_zh.py enforces them):
 
 - every number is a ``{placeholder}`` filled by ``parlab.zh.numbers.values(section)``; a template
-  holds no literal digit except inside a guide reference ("guide 1.19") or a name listed in
-  ``NAMES`` (ZeRO-3, fp16, A100, LLaMA-7B, 1F1B, 3D ...: names, never quantities);
+  holds no number of its own (``tokens.stray_digits``: no number token outside the placeholders, a
+  guide reference "guide 1.19" and the names listed in ``NAMES``: ZeRO-3, fp16, A100, LLaMA-7B, 1F1B,
+  3D ..., names, never quantities). Chinese number words appear only as counts of a structure
+  ("两堵墙", "每层四次全规约", "收集一次"), never for a measured or computed quantity;
 - a glossary term is marked ``[[术语]]`` and must be one of ``glossary.GLOSSARY``'s names; the
   rendered text drops the brackets (the HTML shows the English term on hover).
 """
@@ -151,7 +153,7 @@ SPOKEN: dict[str, tuple[str, ...]] = {
         "ZeRO 论文的例子：{b}B 参数、{n} 卡，普通数据并行每卡 {z0} GB；[[ZeRO-1]] 切优化器状态降到 {z1} GB，"
         "[[ZeRO-2]] 再切梯度 {z2} GB，[[ZeRO-3]] 把参数、梯度和优化器状态都切分到各卡，只剩 {z3} GB。",
         "ZeRO-1 和 ZeRO-2 的通信量和 DDP 一样（规约散射加全收集等于一次全规约），ZeRO-3 前向、反向各收集一次参数，约 {z3_x} 倍。",
-        "PyTorch 的 [[FSDP]] 就是同一个思路：FULL_SHARD 对应 ZeRO-3，SHARD_GRAD_OP 对应 ZeRO-2；还有[[卸载]]和[[专家并行]]等。",
+        "PyTorch 的 [[FSDP]] 就是同一个思路：FULL_SHARD 就是 ZeRO-3，SHARD_GRAD_OP 接近 ZeRO-2（反向后会把权重重新切分）；另外还有[[卸载]]和[[专家并行]]等。",
         "指南的问题：它说 FSDP“类似”ZeRO-3，其实 FULL_SHARD 就是 ZeRO-3。",
     ),
     "1.17": (
@@ -171,10 +173,10 @@ SPOKEN: dict[str, tuple[str, ...]] = {
         "取舍：NVLink 贵，但能让张量并行的通信藏得住；没有它就要靠流水线和更大的批来换。",
     ),
     "1.19": (
-        "不适合。[[ZeRO-3]] 每步每卡要收发约三倍参数量的元素：前向收集一次参数、反向再收集一次、梯度规约散射一次。",
+        "不适合。[[ZeRO-3]] 每步每卡要收发约三倍参数量的元素：前向收集一次参数、反向再收集一次、梯度规约散射一次（重计算复用反向那次收集）。",
         "指南算的是三倍参数量的元素（按 LLaMA-65B 的实际参数量是 {guide_g}G 个）、约 {guide_s} 秒；但 bf16 每个元素 {elem_bytes} 字节，实际约 {real_gb} GB，按[[万兆网]]线速就要 {real_s} 秒，"
         "是指南的 {ratio} 倍。",
-        "再算上每台机器的卡共用一个网口、全量重计算多收集一次，成本模型给的一步约 {step_s} 秒，计算只占零头。",
+        "成本模型把整步（前向、反向和这些通信）算下来约 {step_s} 秒，通信占了绝大部分；共用网口和全量重计算都不增加这个流量。",
         "打个比方：十几辆车挤一条乡间小路去仓库拉货，路才是瓶颈。",
         "指南的问题：把元素数当成字节数，少算了一半；结论“不适合”是对的。",
     ),
@@ -251,9 +253,9 @@ SPOKEN: dict[str, tuple[str, ...]] = {
         "取舍：多机能训更大的模型，但网络慢时多机甚至比单机还慢（guide 4.4）。",
     ),
     "4.1": (
-        "批大小一的推理是[[访存受限 / 带宽受限]]：每生成一个 token 都要把全部权重读一遍，ChatGLM-6B 的 fp16 权重约 {weights_gb} GB，再加 [[KV 缓存]]。",
+        "批大小为 {batch} 的推理是[[访存受限 / 带宽受限]]：每生成一个 token 都要把全部权重读一遍，ChatGLM-6B 的 fp16 权重约 {weights_gb} GB，再加 [[KV 缓存]]。",
         "所以生成时间和 token 数成正比，斜率由[[显存带宽]]决定，加上每个 token 的[[固定开销]]（kernel 启动、Python、采样）。",
-        "拟合指南的表：V100 每个字比 A800 多花约 {time_x} 的时间，而带宽差 {bw_x} 倍——因为 A800 约 {overhead} 的时间是固定开销，换快卡帮得没有参数表上多。",
+        "拿指南自己的表拟合直线：V100 每个字比 A800 多花约 {time_x} 的时间，而带宽差 {bw_x} 倍——因为 A800 约 {overhead} 的时间是固定开销，换快卡帮得没有参数表上多。",
         "指南的问题：它说的“V100 多花的时间”，在通俗解释里被反过来说成“A800 快了同样的比例”，两者不是一回事；而且按它自己的表，差距更大。",
     ),
     "4.2": (

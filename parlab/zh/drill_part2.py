@@ -7,6 +7,12 @@ a named slot (``{model}``) is the card's drawn parameter (``Card.params``) of th
 from __future__ import annotations
 
 RECOMPUTE_ZH = {"none": "不重计算", "selective": "选择性重计算", "full": "全量重计算"}
+#: what a dtype or an optimizer of the memory cards means, in words (no numbers)
+DTYPE_ZH = {"fp32": "全程 fp32", "mixed": "混合精度、半精度梯度、fp32 主权重",
+            "mixed-fp32-grad": "混合精度、fp32 梯度、fp32 主权重", "bf16": "纯 bf16、没有 fp32 主权重",
+            "fp16": "只有 fp16 权重"}
+OPTIMIZER_ZH = {"adam": "Adam，有一阶和二阶动量", "momentum": "带动量的 SGD，一份状态",
+                "sgd": "不带动量的 SGD，没有优化器状态", "none": "没有优化器"}
 
 #: card key -> words computed from the card's parameters (not numbers: names, yes/no phrases)
 EXTRA = {
@@ -15,6 +21,7 @@ EXTRA = {
     "gen-tp-layer": lambda p: {"recompute_zh": RECOMPUTE_ZH[p["recompute"]]},
     "gen-zero3-traffic": lambda p: {"recompute_zh": RECOMPUTE_ZH[p["recompute"]]},
     "fits-one-gpu": lambda p: {"recompute_zh": RECOMPUTE_ZH[p["recompute"]]},
+    "gen-bytes-per-param": lambda p: {"dtype_zh": DTYPE_ZH[p["dtype"]], "optimizer_zh": OPTIMIZER_ZH[p["optimizer"]]},
     "gen-bubble": lambda p: {"schedule_name": "1F1B" if p["schedule"] == "1f1b" else "GPipe"},
 }
 
@@ -195,7 +202,7 @@ ZH: dict[str, dict] = {
         y="前向 2ND + 反向 4ND（Kaplan 等，{}）。",
         k="parlab train_flops_6nd：{} × {} × {} = {} 次浮点运算。"),
     "gen-bytes-per-param": dict(
-        p="dtype 为 '{dtype}'、优化器为 '{optimizer}' 时，每个参数的模型状态是多少字节？",
+        p="dtype 为 '{dtype}'（{dtype_zh}）、优化器为 '{optimizer}'（{optimizer_zh}）时，每个参数的模型状态是多少字节？",
         y="权重 + 梯度 + 主权重副本 + 优化器状态，按每个参数算。",
         k="parlab model_state_memory：权重 {} + 梯度 {} + 主权重 {} + 优化器状态 {} = 每参数 {} 字节。"),
     "gen-days": dict(
@@ -243,7 +250,7 @@ ZH: dict[str, dict] = {
         y="模型状态能切分；每张卡的激活不能。",
         k="parlab memory_wall：{} GB 模型状态，除以每张卡扣掉 {} GB 激活后剩下的空间 -> {} 张卡。"),
     "gen-largest": dict(
-        p="一张 {gpu}（{} 字节）以 '{dtype}' 精度做{what_zh}，只算模型状态，能放多少参数？",
+        p="一张 {gpu}（{} 字节）以 '{dtype}'（{dtype_zh}）做{what_zh}，只算模型状态，能放多少参数？",
         y="容量 / 每参数字节数。",
         k="parlab largest_model：{} / 每参数 {} 字节 = {}。显卡参数表上的“GB”常常是 GiB：标称“80GB”的 A100 有 {} 字节。"),
     "gen-zero-stage": dict(
@@ -252,7 +259,7 @@ ZH: dict[str, dict] = {
         k="parlab zero_model_states：权重 {} + 梯度 {} + 主权重 {} + Adam {} = {} GB（第 {} 阶段切优化器状态，第 {} 阶段切梯度，第 {} 阶段切权重）。"),
     "gen-zero3-traffic": dict(
         p="ZeRO-3，{} 个 bf16 参数，{} 张卡，一个微批次，{recompute_zh}：每张卡每步发多少 GB？",
-        y="ZeRO-3 为前向（和重计算）以及反向收集权重。",
+        y="ZeRO-3 为前向和反向收集权重，为反向把梯度规约散射到各自的属主。",
         k="parlab zero3_traffic_per_step：（{} 次权重收集 + {} 次梯度规约散射）× {} 字节 × Psi × (n-1)/n = {} GB。"),
     "gen-zero3-seconds": dict(
         p="ZeRO-3，{} 个 bf16 参数，{} 张卡：按 {link} 的线速（{} GB/s），每步通信要多少秒（不重计算、一个微批次、完全不重叠）？",
@@ -282,4 +289,5 @@ ZH: dict[str, dict] = {
 
 #: gen-largest: what the card asks for, by optimizer
 WHAT_ZH = {"none": "推理（只有权重）"}
-EXTRA["gen-largest"] = lambda p: {"what_zh": WHAT_ZH.get(p["optimizer"], f"用 {p['optimizer']} 的训练")}
+EXTRA["gen-largest"] = lambda p: {"what_zh": WHAT_ZH.get(p["optimizer"], f"训练（优化器：{OPTIMIZER_ZH[p['optimizer']]}）"),
+                                   "dtype_zh": DTYPE_ZH[p["dtype"]]}
