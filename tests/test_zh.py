@@ -138,7 +138,9 @@ def _zh_cells(nb) -> list:
     return [c for c in nb.cells if "zh" in c.metadata.get("tags", [])]
 
 
-@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if c.ready], ids=lambda c: c.file)
+@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if c.ready and (c.number in insert.HOME.values()
+                                                                        or c.number in (0, 12))],
+                         ids=lambda c: c.file)
 def test_a_chapter_with_chinese_cells_has_all_of_them_executed(chapter):
     nb = nbformat.read(COURSE_DIR / chapter.file, as_version=4)
     cells = _zh_cells(nb)

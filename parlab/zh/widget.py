@@ -45,6 +45,10 @@ def browser():
     """A search box and the matching rows (ipywidgets): type Chinese or English."""
     import ipywidgets as widgets
 
+    class GlossaryBrowser(widgets.VBox):
+        def __repr__(self) -> str:  # the text/plain a stored notebook shows before it runs
+            return "术语表搜索 / glossary search (run the notebook, then type a term)"
+
     box = widgets.Text(placeholder="搜索 / search: 气泡, ZeRO, all-gather ...", description="术语")
     out = widgets.HTML()
 
@@ -53,9 +57,8 @@ def browser():
         out.value = (f"<p>{len(hits)} / {len(GLOSSARY)}</p>" + rows_html(hits[:40])) if box.value.strip() else ""
 
     box.observe(update, names="value")
-    view = widgets.VBox([box, out])
+    view = GlossaryBrowser([box, out])
     view.add_class(GLOSSARY_CLASS)
-    view.update = update  # type: ignore[attr-defined]
     view.box, view.out = box, out  # type: ignore[attr-defined]
     return view
 
