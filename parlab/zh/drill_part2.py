@@ -6,6 +6,9 @@ a named slot (``{model}``) is the card's drawn parameter (``Card.params``) of th
 
 from __future__ import annotations
 
+from parlab.costmodel import alphabeta
+
+BOUND_ZH = {"latency": "延迟受限", "bandwidth": "带宽受限"}
 RECOMPUTE_ZH = {"none": "不重计算", "selective": "选择性重计算", "full": "全量重计算"}
 #: what a dtype or an optimizer of the memory cards means, in words (no numbers)
 DTYPE_ZH = {"fp32": "全程 fp32", "mixed": "混合精度、半精度梯度、fp32 主权重",
@@ -22,6 +25,8 @@ EXTRA = {
     "gen-zero3-traffic": lambda p: {"recompute_zh": RECOMPUTE_ZH[p["recompute"]]},
     "fits-one-gpu": lambda p: {"recompute_zh": RECOMPUTE_ZH[p["recompute"]]},
     "gen-bytes-per-param": lambda p: {"dtype_zh": DTYPE_ZH[p["dtype"]], "optimizer_zh": OPTIMIZER_ZH[p["optimizer"]]},
+    "gen-ring-time": lambda p: {"bound_zh": BOUND_ZH[alphabeta.time("all_reduce", "ring", p["ranks"], p["nbytes"],
+                                                                    p["alpha"], p["bandwidth"]).bound]},
     "gen-bubble": lambda p: {"schedule_name": "1F1B" if p["schedule"] == "1f1b" else "GPipe"},
 }
 
@@ -212,7 +217,9 @@ ZH: dict[str, dict] = {
     "gen-ring-time": dict(
         p="{} 字节在 {} 个 rank 间做环形全规约，每条消息 alpha = {} µs，每条链路 {} GB/s：按 alpha-beta 模型（不算规约计算）要多少毫秒？",
         y="Hockney 的 alpha-beta 模型，加上环形算法的步数和字节数（Thakur 等，{}）。",
-        k=None),
+        k="parlab alphabeta：{}(p-1) alpha + {}(p-1)/p n/B：all_reduce（ring，{} 个 rank，{} 字节）：\n"
+          "  {} 步 × alpha = {} µs 延迟\n+ {} 字节 × beta = {} µs 传输\n+ {} 字节 × gamma = {} µs 规约计算\n"
+          "= {} µs（{bound_zh}）"),
     "gen-busbw": dict(
         p="nccl-tests 测得 {} 张卡上 {1} 字节的全规约用了 {2} 毫秒。它报的总线带宽是多少 GB/s？".replace("{} 张卡上 {1}", "{1} 张卡上 {0}"),
         y="总线带宽让全规约的速度能和链路速度直接比较（nccl-tests）。",
