@@ -19,12 +19,14 @@ import nbformat
 
 from parlab.course import CHAPTERS, heading_text, sections_named
 
-#: guide section -> the chapter whose "guide X.Y" heading carries its 中文口述版 (one place each)
-HOME: dict[str, int] = {
-    "1.1": 1, "1.10": 1, "1.2": 2, "1.3": 2, "1.4": 3, "1.5": 3, "1.11": 3, "1.6": 4, "1.12": 4, "1.13": 4,
-    "1.7": 5, "1.15": 5, "1.8": 6, "1.16": 7, "1.17": 7, "1.19": 7, "1.9": 8, "1.14": 8, "2.1": 8, "2.2": 8,
-    "1.21": 9, "1.18": 10, "1.20": 10, "1.22": 10, "2.3": 10, "3.1": 10, "3.2": 10, "3.3": 10, "3.4": 10,
-    "3.5": 10, "4.1": 11, "4.2": 11, "4.3": 11, "4.4": 11, "4.5": 11,
+#: guide section -> the chapters whose "guide X.Y" heading carries its 中文口述版 (each chapter
+#: answering the section: a section answered in two chapters shows its answer in both)
+HOME: dict[str, tuple[int, ...]] = {
+    "1.1": (1,), "1.10": (1, 9), "1.2": (2,), "1.3": (2,), "1.4": (3,), "1.5": (3,), "1.11": (3,), "1.6": (4,),
+    "1.12": (4,), "1.13": (4, 5), "1.20": (4, 10), "1.7": (5,), "1.15": (5,), "1.8": (6,), "1.16": (7,),
+    "1.17": (7,), "1.19": (7, 10), "1.9": (8,), "1.14": (1, 8), "2.1": (8,), "2.2": (8,), "1.21": (9,),
+    "1.18": (10,), "1.22": (10,), "2.3": (10,), "3.1": (10,), "3.2": (10,), "3.3": (10,), "3.4": (10,),
+    "3.5": (10,), "4.1": (11,), "4.2": (11,), "4.3": (11,), "4.4": (11,), "4.5": (11,),
 }
 
 GLOSSARY_MD = """## 术语表 / Glossary
@@ -88,14 +90,14 @@ def plan(nb, chapter: int) -> list[tuple[int, object]]:
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "markdown":
             continue
-        mine = [s for s in _heading_sections(cell) if HOME.get(s) == chapter and s not in placed]
+        mine = [s for s in _heading_sections(cell) if chapter in HOME.get(s, ()) and s not in placed]
         if mine:
             placed.update(mine)
             key = "zh-spoken-" + "-".join(mine)
             if not any(k.startswith("zh-spoken-") and set(k[10:].split("-")) & set(mine) for k in present):
                 args = ", ".join(f'"{s}"' for s in mine)
                 todo.append((i, _code(f"from parlab.zh import show_spoken\nshow_spoken({args})", key)))
-    missing = [s for s, c in HOME.items() if c == chapter and s not in placed]
+    missing = [s for s, chapters in HOME.items() if chapter in chapters and s not in placed]
     if missing:
         raise ValueError(f"chapter {chapter:02d} has no heading naming guide {', '.join(missing)}")
     if chapter == 0 and "zh-glossary" not in present:
