@@ -182,6 +182,16 @@ def test_the_inserter_is_idempotent_on_every_chapter(tmp_path):
     assert any("both_languages" in c.source for c in _zh_cells(nb))
 
 
+def test_the_inserter_names_what_it_cannot_place(tmp_path, capsys):
+    nb = nbformat.read(COURSE_DIR / "12_interview_drill.ipynb", as_version=4)
+    nb.cells = [c for c in nb.cells if "## 3. A sample round" not in c.source]
+    nbformat.write(nb, tmp_path / "12_interview_drill.ipynb")
+    assert insert.main([str(tmp_path / "12_interview_drill.ipynb")]) == 1
+    assert "chapter 12 has no markdown cell with '## 3. A sample round'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="not a chapter"):
+        insert.insert(tmp_path / "12_interview_drill.ipynb".replace("12", "99"))
+
+
 def test_a_spoken_cell_sits_right_under_its_heading(tmp_path):
     copy = _without_chinese("07_zero_fsdp.ipynb", tmp_path)
     insert.insert(copy)

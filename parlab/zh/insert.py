@@ -82,6 +82,14 @@ def _heading_sections(cell) -> list[str]:
     return found
 
 
+def _markdown_index(nb, text: str, chapter: int) -> int:
+    """The index of the first markdown cell containing ``text`` (ValueError naming it if none)."""
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and text in cell.source:
+            return i
+    raise ValueError(f"chapter {chapter:02d} has no markdown cell with {text!r}: where its Chinese cells go")
+
+
 def plan(nb, chapter: int) -> list[tuple[int, object]]:
     """(index to insert after, cell) for every Chinese cell ``nb`` lacks."""
     present = set().union(*(_cell_key(c) for c in nb.cells)) if nb.cells else set()
@@ -101,12 +109,11 @@ def plan(nb, chapter: int) -> list[tuple[int, object]]:
     if missing:
         raise ValueError(f"chapter {chapter:02d} has no heading naming guide {', '.join(missing)}")
     if chapter == 0 and "zh-glossary" not in present:
-        at = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
-                  and "## Every guide question" in c.source)
+        at = _markdown_index(nb, "## Every guide question", chapter)
         todo.append((at - 1, _markdown(GLOSSARY_MD, "zh-glossary")))
         todo.append((at - 1, _code(GLOSSARY_CODE, "zh-glossary-table")))
     if chapter == 12 and "zh-drill" not in present:
-        at = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and "## 3. A sample round" in c.source)
+        at = _markdown_index(nb, "## 3. A sample round", chapter)
         todo.append((at - 1, _markdown(DRILL_MD, "zh-drill")))
         todo.append((at - 1, _code(DRILL_CODE, "zh-drill-both")))
     return todo
@@ -115,8 +122,9 @@ def plan(nb, chapter: int) -> list[tuple[int, object]]:
 def insert(path: str | Path) -> int:
     """Insert the missing Chinese cells into the notebook at ``path``; the number inserted."""
     path = Path(path)
+    chapter = _chapter_number(path)
     nb = nbformat.read(path, as_version=4)
-    todo = plan(nb, _chapter_number(path))
+    todo = plan(nb, chapter)
     # insert from the end so earlier indices stay valid; cells after the same index keep their order
     for _, (i, cell) in sorted(enumerate(todo), key=lambda t: (-t[1][0], -t[0])):
         nb.cells.insert(i + 1, cell)
@@ -130,7 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="+")
     args = parser.parse_args(argv)
     for p in args.notebooks:
-        print(f"{p}: {insert(p)} cell(s) inserted")
+        try:
+            print(f"{p}: {insert(p)} cell(s) inserted")
+        except ValueError as e:
+            print(f"{p}: {e}", file=sys.stderr)
+            return 1
     return 0
 
 
