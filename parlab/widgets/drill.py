@@ -190,7 +190,8 @@ class DrillDashboard(Dashboard):
                                            value=None, layout=widgets.Layout(width="880px"))
             control.add_class(CSS_PREFIX + "answer-choice")
         else:
-            example = card.how_to_answer().split("e.g. ")[-1].rstrip(".") if card.kind == "number" else ""
+            how = card.how_to_answer().replace("例如 ", "e.g. ")  # a Chinese card says 例如
+            example = how.split("e.g. ")[-1].rstrip(".。") if card.kind == "number" else ""
             control = widgets.Text(value="", description="answer", placeholder=example or card.options[0],
                                    layout=widgets.Layout(width="420px"))
             control.add_class(CSS_PREFIX + "answer-text")
