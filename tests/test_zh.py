@@ -183,7 +183,7 @@ def test_the_inserter_is_idempotent_on_every_chapter(tmp_path):
 
 
 def test_the_inserter_names_what_it_cannot_place(tmp_path, capsys):
-    nb = nbformat.read(COURSE_DIR / "12_interview_drill.ipynb", as_version=4)
+    nb = nbformat.read(_without_chinese("12_interview_drill.ipynb", tmp_path), as_version=4)
     nb.cells = [c for c in nb.cells if "## 3. A sample round" not in c.source]
     nbformat.write(nb, tmp_path / "12_interview_drill.ipynb")
     assert insert.main([str(tmp_path / "12_interview_drill.ipynb")]) == 1
