@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from .bank import BANK, select
 from .questions import Card, Question, Result
 
+LANGS = ("en", "zh")  # the languages a quiz can ask in
+
 
 @dataclass
 class Score:
@@ -50,12 +52,16 @@ class Quiz:
         quiz.score.text()           # '1 / 1 correct (100%)'
 
     An unreadable answer is not counted and leaves the card open; the first readable answer
-    is scored, later ones get feedback only.
+    is scored, later ones get feedback only. ``lang="zh"`` poses the same cards in Chinese
+    (``parlab.zh.drill``); English is the default.
     """
 
     def __init__(self, sections: str | Iterable[str] | None = None, topics: str | Iterable[str] | None = None,
                  kinds: str | Iterable[str] | None = None, seed: int = 0,
-                 bank: Iterable[Question] = BANK) -> None:
+                 bank: Iterable[Question] = BANK, lang: str = "en") -> None:
+        if lang not in LANGS:
+            raise ValueError(f"lang must be one of {', '.join(LANGS)}, got {lang!r}")
+        self.lang = lang
         self.questions: list[Question] = select(sections, topics, kinds, bank)
         if not self.questions:
             raise ValueError(f"no drill question matches sections={sections!r}, topics={topics!r}, "
@@ -77,7 +83,13 @@ class Quiz:
             self._deck = list(self.questions)
             self._rng.shuffle(self._deck)
         question = self._deck.pop()
-        self.card = question.pose(self._rng.randrange(2**31))
+        seed = self._rng.randrange(2**31)
+        if self.lang == "zh":
+            from parlab.zh.drill import translate
+
+            self.card = translate(question, seed)
+        else:
+            self.card = question.pose(seed)
         self._scored = False
         return self.card
 
@@ -85,7 +97,8 @@ class Quiz:
         """Check ``text`` against the current card, and score it if it is the card's first
         readable answer. Without a current card, the result says so (nothing raises)."""
         if self.card is None:
-            return Result(False, False, str(text), "", "No question yet: call next() first.", "")
+            message = "还没有题目：先调用 next()。" if self.lang == "zh" else "No question yet: call next() first."
+            return Result(False, False, str(text), "", message, "")
         result = self.card.check(text)
         if result.readable and not self._scored:
             self.score.add(self.card.section, result.correct)

@@ -12,6 +12,7 @@ message only (nothing counted, nothing revealed).
     dash.answer_with("B"); dash.check_button.click()     # in a plain pytest, no kernel
     dash.new_button.click()
     dash.controls["section"].value = "1.7"               # a new quiz on one guide section
+    dash.controls["language"].value = "zh"               # the same drill in Chinese (parlab.zh.drill)
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from .base import CSS_PREFIX, Dashboard
 GUIDE_PARTS = {"1": "theory", "2": "practice at scale", "3": "choosing a strategy", "4": "problems from the field"}
 KIND_NAMES = {"choice": "multiple choice", "name": "a name", "number": "a number"}
 ALL = "all"
+LANGUAGES = [("English", "en"), ("中文", "zh")]
+#: the card's chrome in Chinese (the card's own text comes translated from parlab.zh.drill)
+KIND_NAMES_ZH = {"choice": "选择题", "name": "填名称", "number": "填数字"}
 
 
 def part_label(part: str) -> str:
@@ -115,17 +119,18 @@ class DrillDashboard(Dashboard):
             "topic": widgets.Dropdown(options=[ALL, *TOPICS], value=ALL, description="topic"),
             "kind": widgets.Dropdown(options=[(ALL, ALL)] + [(KIND_NAMES[k], k) for k in KINDS],
                                      value=ALL, description="answer with"),
+            "language": widgets.Dropdown(options=LANGUAGES, value="en", description="语言 language"),
         }
 
-    def compute(self, section: str, topic: str, kind: str) -> Quiz:
+    def compute(self, section: str, topic: str, kind: str, language: str = "en") -> Quiz:
         """The quiz for these filters: kept while they stay the same, else a new one (seeded),
         sharing the running score, with its first card drawn. ValueError when nothing matches."""
-        filters = (section, topic, kind)
+        filters = (section, topic, kind, language)
         if self.quiz is not None and filters == self._filters:
             return self.quiz
         try:
             quiz = Quiz(sections=sections_for(section), topics=None if topic == ALL else topic,
-                        kinds=None if kind == ALL else kind, seed=self.seed)
+                        kinds=None if kind == ALL else kind, seed=self.seed, lang=language)
         except ValueError:
             label = dict((v, k) for k, v in section_options())[section]
             raise ValueError(f"no drill question matches questions from = {label!r}, topic = {topic!r}, "
@@ -138,14 +143,19 @@ class DrillDashboard(Dashboard):
 
     def html(self, quiz: Quiz) -> str:
         card = quiz.card
-        head = (f"guide {card.section} · {html_lib.escape(card.topic)} · answer with "
-                f"{KIND_NAMES[card.kind]} · {len(quiz)} question{'' if len(quiz) == 1 else 's'} in the pool")
-        how = card.how_to_answer() if card.kind != "choice" else "Pick one option, then press check."
+        if quiz.lang == "zh":
+            head = f"guide {card.section} · {KIND_NAMES_ZH[card.kind]} · 题库共 {len(quiz)} 题"
+            how = card.how_to_answer() if card.kind != "choice" else "选一个选项，然后按 check。"
+        else:
+            head = (f"guide {card.section} · {html_lib.escape(card.topic)} · answer with "
+                    f"{KIND_NAMES[card.kind]} · {len(quiz)} question{'' if len(quiz) == 1 else 's'} in the pool")
+            how = card.how_to_answer() if card.kind != "choice" else "Pick one option, then press check."
         score = (f"score: {html_lib.escape(self.score.text())}" if self.score.answered
                  else "score: no answers yet")
         if self.score.by_section:
             score += f" ({html_lib.escape(by_part(self.score))})"
-        return (f'<div class="parlab-card" style="max-width:880px">'
+        lang = "zh-CN" if quiz.lang == "zh" else "en"
+        return (f'<div class="parlab-card" lang="{lang}" style="max-width:880px">'
                 f'<div style="color:#555;font-size:90%">{head}</div>'
                 f'<div style="font-weight:bold;margin:2px 0">{html_lib.escape(card.title_zh)}</div>'
                 f'<div style="margin:4px 0">{_lines(card.prompt)}</div>'
@@ -180,7 +190,8 @@ class DrillDashboard(Dashboard):
                                            value=None, layout=widgets.Layout(width="880px"))
             control.add_class(CSS_PREFIX + "answer-choice")
         else:
-            example = card.how_to_answer().split("e.g. ")[-1].rstrip(".") if card.kind == "number" else ""
+            how = card.how_to_answer().replace("例如 ", "e.g. ")  # a Chinese card says 例如
+            example = how.split("e.g. ")[-1].rstrip(".。") if card.kind == "number" else ""
             control = widgets.Text(value="", description="answer", placeholder=example or card.options[0],
                                    layout=widgets.Layout(width="420px"))
             control.add_class(CSS_PREFIX + "answer-text")
