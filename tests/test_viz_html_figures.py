@@ -57,6 +57,14 @@ def test_a_shown_figure_carries_its_natural_width():
     assert "PNG" not in data["text/plain"]
 
 
+def test_a_figure_of_fractional_pixels_is_never_shown_wider_than_half_its_png():
+    fig = new_figure(6.725, 2.005)  # 672.5 x 200.5 CSS px: an odd-width 1345 px PNG
+    img = figure_image(fig)
+    pw, ph = png_size(img.png)
+    assert 2 * img.width <= pw and 2 * img.height <= ph
+    assert pw - 2 * img.width <= 1 and ph - 2 * img.height <= 1
+
+
 def test_bad_scale_and_bad_png_are_errors():
     with pytest.raises(ValueError, match="scale"):
         render_png(_fig(), scale=0)

@@ -83,9 +83,13 @@ class FigureImage:
 
     @classmethod
     def of(cls, fig, scale: float = SCALE, text: str | None = None) -> FigureImage:
-        """Render ``fig`` (see ``render_png``) and remember its natural size."""
-        w, h = natural_size(fig)
-        return cls(render_png(fig, scale), w, h, text or f"<figure {w}x{h} px>")
+        """Render ``fig`` (see ``render_png``) and remember its natural size: the PNG's pixels
+        over ``scale``, rounded down (a figure whose inches do not make whole pixels renders a PNG
+        an odd pixel wide, which must not be shown wider than half of it)."""
+        png = render_png(fig, scale)
+        pw, ph = png_size(png)
+        w, h = int(pw // scale), int(ph // scale)
+        return cls(png, w, h, text or f"<figure {w}x{h} px>")
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return ({"image/png": self.png, "text/plain": self.text},

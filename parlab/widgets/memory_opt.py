@@ -115,7 +115,10 @@ class MemoryOptDashboard(Dashboard):
                 f"<b>{human_bytes(est.memory_total)}</b> on the most loaded GPU "
                 f"({'fits' if est.fits else 'does not fit'} {est.cluster.gpu.name}). "
                 f"{html_lib.escape(ph.why())}</p>")
-        return head + extra + terms + side_table
+        # the two tables side by side where the column is wide enough, one under the other where
+        # it is not: the dashboard stays within one screen
+        return (head + extra + '<div style="display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start">'
+                + f"<div>{terms}</div><div>{side_table}</div></div>")
 
     def figure(self, r: MemoryOptions):
         from parlab.viz.memory_opt import plot_phases_by_recompute
