@@ -304,6 +304,8 @@ def test_chapter_shows_crisp_figures_and_its_dashboards_react_and_fit(lab, brows
             ".every(i => i.offsetParent === null || (i.complete && i.naturalWidth > 0))")
         assert dashes.count() >= len(dash_cells), (
             f"{chapter}: {len(dash_cells)} dashboard cells but {dashes.count()} dashboards shown")
+        dashes.first.scroll_into_view_if_needed()
+        shoot(page, f"{stem}_dashboard")  # before the checks: a failure leaves its picture
         for k in range(dashes.count()):
             box = dashes.nth(k).bounding_box()
             assert box["height"] <= VIEWPORT["height"], (

@@ -94,12 +94,16 @@ class MemoryOptDashboard(Dashboard):
         ph = step_phases(est)
         labels = term_labels(est)
         fb, step = ph.forward_backward.terms, ph.optimizer_step.terms
-        rows = [[name, labels[name], fb[name] / 1e9, step[name] / 1e9] for name in TERMS]
-        rows.append(["total on the GPU", f"peak: the {ph.peak.name} phase", ph.forward_backward.total / 1e9,
+        rows = [[name, fb[name] / 1e9, step[name] / 1e9] for name in TERMS]
+        rows.append([f"total (peak: the {ph.peak.name} phase)", ph.forward_backward.total / 1e9,
                      ph.optimizer_step.total / 1e9])
-        terms = html_table(rows, ["term", "what it is", f"{FORWARD_BACKWARD} (GB)", f"{OPTIMIZER_STEP} (GB)"],
+        terms = html_table(rows, ["term", f"{FORWARD_BACKWARD} (GB)", f"{OPTIMIZER_STEP} (GB)"],
                            {f"{FORWARD_BACKWARD} (GB)": ",.2f", f"{OPTIMIZER_STEP} (GB)": ",.2f"},
                            highlight_last=True)
+        # what each term is, one click away: the tables stay narrow enough to sit side by side
+        terms += ("<details><summary>what each term is</summary><ul>" + "".join(
+            f"<li><b>{html_lib.escape(n)}</b>: {html_lib.escape(labels[n])}</li>" for n in TERMS)
+            + "</ul></details>")
         side = []
         for p, phases in r.phases.items():
             e = phases.estimate
@@ -115,15 +119,15 @@ class MemoryOptDashboard(Dashboard):
                 f"<b>{human_bytes(est.memory_total)}</b> on the most loaded GPU "
                 f"({'fits' if est.fits else 'does not fit'} {est.cluster.gpu.name}). "
                 f"{html_lib.escape(ph.why())}</p>")
-        # the two tables side by side where the column is wide enough, one under the other where
-        # it is not: the dashboard stays within one screen
-        return (head + extra + '<div style="display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start">'
-                + f"<div>{terms}</div><div>{side_table}</div></div>")
+        # the figure shows every recompute policy's two phases: their table stays one click away,
+        # so that the dashboard fits one screen
+        return (head + extra + terms + "<details><summary>each recompute policy, as a table</summary>"
+                + side_table + "</details>")
 
     def figure(self, r: MemoryOptions):
         from parlab.viz.memory_opt import plot_phases_by_recompute
 
-        fig = new_figure(8.5, 2.8, left=0.2, right=0.7, bottom=0.17, top=0.96)
+        fig = new_figure(8.5, 2.4, left=0.2, right=0.7, bottom=0.19, top=0.96)
         plot_phases_by_recompute(fig.add_subplot(), r.phases, r.chosen.plan.recompute)
         return fig
 
