@@ -144,3 +144,29 @@ def test_chapter_00_stores_the_current_map_with_no_planned_entries():
     text = " ".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
                     for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "(planned)" not in text
+
+
+CHAPTER_LINK = re.compile(r"\]\((\d\d_[\w-]+\.ipynb)#([^)\s]+)\)")
+
+
+def test_every_link_from_one_chapter_to_a_heading_of_another_resolves():
+    """A markdown link ``[..](NN_name.ipynb#anchor)`` anywhere in course/, solutions/ or exercises/
+    points at an existing notebook of course/ with a ## / ### heading whose JupyterLab id is the
+    anchor (a renamed heading breaks the links to it)."""
+    from parlab.course import anchor
+
+    ids = {}
+    for path in COURSE_DIR.glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        ids[path.name] = {anchor(m.group(1)) for c in nb.cells if c.cell_type == "markdown"
+                          for m in re.finditer(r"^#{1,6}\s+(.*)$", c.source, re.MULTILINE)}
+    broken = []
+    for path in sorted(p for d in ("course", "solutions", "exercises") for p in (COURSE_DIR.parent / d).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "markdown":
+                continue
+            for target, frag in CHAPTER_LINK.findall(cell.source):
+                if frag not in ids.get(target, set()):
+                    broken.append(f"{path.parent.name}/{path.name} cell {i}: {target}#{frag}")
+    assert not broken, "links to no heading:\n" + "\n".join(broken)
