@@ -30,3 +30,18 @@ def test_the_comm_benchmark_prints_ratios_bus_bandwidth_and_launch_latency(capsy
 def test_bad_options_are_one_line_errors(capsys, argv, message):
     assert main(["bench", "comm", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_machine_line_fits_100_columns_on_a_busy_machine(capsys, monkeypatch):
+    """Under load the load averages have two-digit integer parts (seen: 101 columns at 12.44)."""
+    import types
+
+    import parlab.cli.bench as cli_bench
+
+    busy = "2 cores, load average 12.44 10.60 118.83 (1, 5, 15 min)"
+    monkeypatch.setattr(cli_bench, "conditions", lambda: busy)
+    monkeypatch.setattr(cli_bench, "load_average", lambda: "load average 12.73 10.69 118.86 (1, 5, 15 min)")
+    assert cli_bench._report(types.SimpleNamespace(run=lambda args: 0), None) == 0
+    out = capsys.readouterr().out
+    assert "12.44 10.60 118.83 before the run" in " ".join(out.split())
+    assert max(len(line) for line in out.splitlines()) <= 100, out
