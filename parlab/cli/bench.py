@@ -62,8 +62,10 @@ def _report(module, args: argparse.Namespace, wide: bool = False) -> int:
         missed = int(module.run(args) or 0)
     span = " (1, 5, 15 min)"
     after = load_average().removeprefix("load average ").removesuffix(span)
-    line = f"machine: {before.removesuffix(span)} before the run, {after} after{span if span in before else ''}"
-    for part in [line] if wide else wrap_line(line):  # two-digit load averages pass 100 columns
+    tail = span if before.endswith(span) else ""  # no load average where /proc/loadavg is missing
+    before = before.removesuffix(span).replace("load average ", "load average: ")
+    line = f"machine: {before} before, {after} after{tail}"
+    for part in [line] if wide else wrap_line(line):  # one line up to 3-digit loads on 999 cores
         print(part, flush=True)
     return missed
 
