@@ -200,9 +200,6 @@ def no_leaks():
 # Warm worlds to share between the tests of a module (parlab.comm.World): module-scoped, so that
 # they are closed before the module's leak guard (no_leaks) looks; one per backend (params).
 # A test that makes a run fail gets a fresh set of ranks on the next run (World replaces them).
-VOLATILE_ENV = {"PYTEST_CURRENT_TEST"}  # set by pytest for each test phase; no rank reads it
-
-
 def _world(request, n: int):
     from parlab.comm import World
 
@@ -234,7 +231,7 @@ def warm_launches(request):
     Use with ``pytestmark = pytest.mark.usefixtures("warm_launches")``."""
     import parlab.checks.comm
     import parlab.checks.ranks
-    from parlab.comm import World
+    from parlab.comm import World, zygote
     from parlab.comm import launch as cold_launch
     from parlab.comm.launch import DEFAULT_CAPACITY
 
@@ -248,7 +245,7 @@ def warm_launches(request):
         # ranks read their environment once, at start: a test that sets a variable gets new
         # ranks (pytest's own per-test PYTEST_CURRENT_TEST is not one: it would make every
         # test start its ranks anew)
-        env = tuple(sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_ENV))
+        env = tuple(sorted((k, v) for k, v in os.environ.items() if k not in zygote.VOLATILE))
         key = (world_size, backend, timeout, capacity, env)
         if key not in worlds:
             worlds[key] = World(world_size, backend=backend, timeout=timeout, capacity=capacity)

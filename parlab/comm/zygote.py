@@ -113,7 +113,8 @@ class Zygote:
             raise
 
     def _recv(self, timeout: float | None):
-        """The next reply (exit statuses are recorded on the way), or None at EOF/timeout."""
+        """The next reply (exit statuses are recorded on the way), None after ``timeout``
+        seconds; ZygoteGone once the zygote has ended."""
         try:
             self.sock.settimeout(timeout)
             data = self.sock.recv(_PACKET)
