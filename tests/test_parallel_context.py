@@ -147,3 +147,5 @@ def test_context_parallel_attention_equals_serial_and_sends_the_predicted_bytes(
                                                                         p.messages_backward)
         if method == "ring":
             assert result.work() == result.predicted_work() == causal_work(16, cp, balanced)
+            rows, _ = result.work_rows()
+            assert [row[1] for row in rows] == [row[2] for row in rows] == list(result.work())

@@ -155,6 +155,13 @@ class CPResult:
         s = self.setting
         return causal_work(s.seq_len, s.cp, s.balanced) if s.method == "ring" else ()
 
+    def work_rows(self) -> tuple[list[list[object]], list[str]]:
+        """(rows, headers), ring only: per rank the attention scores it computed (counted as it
+        ran), the cost model's count, the blocks, and the seconds it computed and waited."""
+        rows = [[r.rank, r.work.scores, p, r.work.blocks, r.work.seconds, r.work.waited]
+                for r, p in zip(self.ranks, self.predicted_work(), strict=True)]
+        return rows, ["rank", "scores computed", "model", "blocks", "compute s", "wait s"]
+
 
 def run_context_parallel(setting: CPSetting, backend: str = "local", world=None) -> CPResult:
     """Run ``setting`` on ``setting.cp`` ranks (a warm ``parlab.comm.World`` of that size if given,
