@@ -7,6 +7,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from parlab.comm import launch
 from parlab.costmodel import get_model
@@ -118,6 +120,23 @@ def test_merging_block_states_equals_softmax_attention_over_all_keys():
     lse = torch.logsumexp((q[..., 4:, :] @ k.transpose(-2, -1) / math.sqrt(4)).masked_fill(
         torch.ones(4, 8, dtype=torch.bool).triu(5), float("-inf")), dim=-1)
     assert (merge(first, second).lse() - lse).abs().max() < 1e-12
+
+
+@settings(max_examples=20)
+@given(cuts=st.lists(st.integers(1, 11), min_size=1, max_size=4, unique=True), seed=st.integers(0, 99),
+       reverse=st.booleans())
+def test_any_split_of_the_keys_merged_in_any_order_is_softmax_attention(cuts, seed, reverse):
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(1, 2, 3, 4, generator=gen, dtype=torch.float64) * 10  # (b, a, n, d)
+    k, v = (torch.randn(1, 2, 12, 4, generator=gen, dtype=torch.float64) for _ in range(2))
+    bounds = [0, *sorted(cuts), 12]
+    states = [block_state(q, k[..., a:b, :], v[..., a:b, :], diagonal=False)
+              for a, b in zip(bounds, bounds[1:], strict=False)]
+    state = None
+    for s in states[::-1] if reverse else states:
+        state = merge(state, s)
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v)  # torch's own
+    assert (state.output() - want).abs().max() < 1e-12
 
 
 @pytest.mark.parametrize("balanced", [False, True])
