@@ -95,6 +95,16 @@ def test_ulysses_needs_cp_to_divide_the_heads_in_one_line():
     assert "n_head % cp == 0" in rows[1][3]  # Ulysses at cp 64 > 32 heads: says why
 
 
+def test_ring_attention_refuses_mismatched_or_unsplittable_blocks_before_communicating():
+    from parlab.parallel.context_parallel import ring_attention
+
+    x = torch.zeros(1, 2, 4, 3)
+    with pytest.raises(ValueError, match=r"share one shape .*\(1, 2, 4, 3\), \(1, 2, 2, 3\)"):
+        ring_attention(x, x[..., :2, :], x, comm=None)
+    with pytest.raises(ValueError, match="n = s / cp must be even, got n=3"):
+        ring_attention(x[..., :3, :], x[..., :3, :], x[..., :3, :], comm=None, balanced=True)
+
+
 def test_activation_memory_is_divided_by_the_degree_for_all_three():
     m = get_model("llama-7b")
     whole = activation_bytes_per_layer(m, 1)
