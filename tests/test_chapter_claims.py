@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT.parent / "shared" / "guide" / "interview_guide_zh.txt"
 SHORT = "**The short answer an interviewer wants.**"
 OWNED = ["01_why_distributed", "02_communication", "03_data_parallel", "04_pipeline_parallel",
-         "05_tensor_parallel", "06_comparing", "08_3d_parallelism", "09_memory_optimizations", "13_derivations"]
+         "05_tensor_parallel", "06_comparing", "08_3d_parallelism", "09_memory_optimizations", "14_derivations"]
 
 
 def _cells(name: str):
@@ -47,7 +47,7 @@ def test_every_chapter_printing_a_llama_total_cites_the_one_walk():
 
 def test_chapter_06_links_mfu_to_the_derivations():
     text = " ".join(c.source for c in _cells("06_comparing"))
-    assert "13_derivations.ipynb" in text and "MFU" in text
+    assert "14_derivations.ipynb" in text and "MFU" in text
 
 
 @pytest.mark.skipif(not GUIDE.exists(), reason="the guide is not beside this checkout")
