@@ -7,7 +7,12 @@ import pytest
 
 from parlab.costmodel import Plan, estimate, get_model, make_cluster
 from parlab.costmodel.models import ModelSpec
-from parlab.costmodel.single_gpu import int8_adam_state_bytes, lora_params, nf4_bytes, one_gpu_levers
+from parlab.costmodel.single_gpu import (
+    int8_adam_state_bytes,
+    lora_params,
+    nf4_bytes,
+    one_gpu_levers,
+)
 
 
 def test_nf4_with_double_quantization_costs_the_papers_0_127_bits_of_constants():
