@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT.parent / "shared" / "guide" / "interview_guide_zh.txt"
 SHORT = "**The short answer an interviewer wants.**"
 OWNED = ["01_why_distributed", "02_communication", "03_data_parallel", "04_pipeline_parallel",
-         "05_tensor_parallel", "06_comparing", "08_3d_parallelism", "09_memory_optimizations", "14_derivations"]
+         "05_tensor_parallel", "06_comparing", "07_zero_fsdp", "08_3d_parallelism", "09_memory_optimizations",
+         "10_choosing_a_strategy", "11_practice", "12_interview_drill", "14_derivations", "15_how_true_the_numbers_are"]
 
 
 def _cells(name: str):
