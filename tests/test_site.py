@@ -64,7 +64,7 @@ def test_answers_stay_hidden_and_pages_run_no_script(site):
         body = (site / "course" / f"{nb.stem}.html").read_text()
         for block in re.findall(r'<div class="parlab-check-yourself">.*?</ol></div>', body, re.S):
             assert block.count("<li>") == block.count('<details class="parlab-answer">'), nb.name
-        assert re.findall(r"<script(?![^>]*static/site\.js)[^>]*>", body) == [], nb.name
+        assert re.findall(r'<script(?! defer src="(?:\.\./)*(?:static/site\.js|katex/))[^>]*>', body) == [], nb.name
     assert "parlab-check-yourself" in (site / "course" / "01_why_distributed.html").read_text()
 
 
@@ -129,13 +129,15 @@ def test_the_bundle_holds_only_pure_python_parlab(site):
         bundle.imported(ROOT, "nbformat")  # a package Pyodide's core lacks is named
 
 
-def test_the_vendored_pyodide_is_the_pinned_core_only(site, tmp_path):
-    assert sorted(p.name for p in (site / "pyodide").iterdir()) == sorted([*vendor.CORE, "LICENSE.txt"])
-    assert f'"version": "{vendor.PYODIDE_VERSION}"' in (site / "pyodide" / "package.json").read_text()
-    fake = tmp_path / f"pyodide-{vendor.PYODIDE_VERSION}.tgz"
+def test_the_vendored_packages_are_the_pinned_files_only(site, tmp_path):
+    shipped = sorted(p.name for p in (site / "pyodide").iterdir())
+    assert shipped == sorted([*vendor.PYODIDE.files, "LICENSE.txt"])
+    assert f'"version": "{vendor.PYODIDE.version}"' in (site / "pyodide" / "package.json").read_text()
+    assert (site / "katex" / "katex.min.js").is_file() and list((site / "katex" / "fonts").glob("*.woff2"))
+    fake = tmp_path / f"pyodide-{vendor.PYODIDE.version}.tgz"
     fake.write_bytes(b"not the registry's tarball")
     with pytest.raises(RuntimeError, match="SHA-512"):
-        vendor.tarball(tmp_path)
+        vendor.tarball(vendor.PYODIDE, tmp_path)
     assert not fake.exists()
 
 

@@ -276,3 +276,22 @@ def test_first_load_and_updates_are_measured(page):
     (artifacts / "site-browser.json").write_text(json.dumps(stats, indent=1) + "\n")
     print(stats)
     assert stats["update_median_ms"] < MEDIAN_UPDATE_MS, stats
+
+
+def test_the_language_switch_and_the_search_box(page):
+    """Last (it leaves the calculators): 中文 shows the Chinese strings and definitions, opens a
+    chapter's 中文口述版, and is remembered; the search box finds a section of a chapter."""
+    origin = page.url.rsplit("/", 1)[0] + "/"
+    page.goto(origin + "glossary.html")
+    zh = page.locator('table.glossary .t[lang="zh-CN"]').first
+    assert not zh.is_visible()
+    page.click("#lang")
+    assert zh.is_visible() and not page.locator('table.glossary .t[lang="en"]').first.is_visible()
+    page.goto(origin + "course/01_why_distributed.html")
+    assert page.evaluate("document.documentElement.dataset.lang") == "zh"
+    assert page.locator("details.parlab-zh-spoken").first.evaluate("d => d.open")
+    page.click("#lang")
+    page.fill("#search", "pipeline bubble")
+    page.wait_for_selector("#search-results li a")
+    hrefs = page.eval_on_selector_all("#search-results a", "links => links.map(a => a.getAttribute('href'))")
+    assert any("course/04_pipeline_parallel.html#" in h for h in hrefs), hrefs
