@@ -25,19 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from parlab.costmodel import (
-    CLUSTERS,
-    DTYPES,
-    LINKS,
-    MODELS,
-    OFFLOADS,
-    RECOMPUTE,
-    Plan,
-    estimate,
-    get_model,
-    make_cluster,
-)
-from parlab.costmodel import SCHEDULES as PLAN_SCHEDULES
+import parlab.costmodel as cm
 from parlab.layout import Grid
 from parlab.schedules import SCHEDULES, Costs, make_schedule, simulate
 from parlab.site import calc
@@ -64,9 +52,9 @@ def _estimate(v: dict[str, str]):
     dp, tp, pp = int(v["dp"]), int(v["tp"]), int(v["pp"])
     links = {k: v[k] for k in ("intra", "inter") if v.get(k, calc.SAME) != calc.SAME}
     interleaved = v.get("schedule") == "interleaved"
-    return estimate(get_model(v["model"]).with_(seq_len=int(v["seq_len"])),
-                    make_cluster(v["cluster"], dp * tp * pp, **links),
-                    Plan(dp=dp, tp=tp, pp=pp, zero=int(v["zero"]), micro_batch=int(v["micro_batch"]),
+    return cm.estimate(cm.get_model(v["model"]).with_(seq_len=int(v["seq_len"])),
+                    cm.make_cluster(v["cluster"], dp * tp * pp, **links),
+                    cm.Plan(dp=dp, tp=tp, pp=pp, zero=int(v["zero"]), micro_batch=int(v["micro_batch"]),
                          micro_batches=int(v["micro_batches"]), schedule=v.get("schedule", "1f1b"),
                          chunks=int(v["chunks"]) if interleaved else 1, recompute=v["recompute"],
                          sequence_parallel=v["sp"] == "on", offload=v["offload"], dtype=v["dtype"]))
@@ -127,9 +115,9 @@ def random_plan(name: str, rng: random.Random) -> dict[str, str]:
     """Random values every control accepts (the plan they make may still be invalid)."""
     c = rng.choice
     if name in ("memory", "step"):
-        v = {"model": c(list(MODELS)), "cluster": c(list(CLUSTERS)), "dp": c("1 2 4 8 16 32 64".split()),
-             "tp": c("1 2 4 8".split()), "pp": c("1 2 4 8 16".split()), "zero": c("0123"), "dtype": c(DTYPES),
-             "offload": c(OFFLOADS), "recompute": c(RECOMPUTE), "seq_len": str(c([512, 1024, 2048, 4096])),
+        v = {"model": c(list(cm.MODELS)), "cluster": c(list(cm.CLUSTERS)), "dp": c("1 2 4 8 16 32 64".split()),
+             "tp": c("1 2 4 8".split()), "pp": c("1 2 4 8 16".split()), "zero": c("0123"), "dtype": c(cm.DTYPES),
+             "offload": c(cm.OFFLOADS), "recompute": c(cm.RECOMPUTE), "seq_len": str(c([512, 1024, 2048, 4096])),
              "micro_batch": str(c([1, 2, 4])), "micro_batches": str(c([1, 2, 8, 16, 32, 64]))}
         v["sp"] = c(calc.ON_OFF) if v["tp"] != "1" else "off"
         # mostly within the plan rules (ZeRO-2/3 only without pipeline stages, offload needs ZeRO),
@@ -139,8 +127,8 @@ def random_plan(name: str, rng: random.Random) -> dict[str, str]:
         if v["offload"] == "optimizer+params":
             v["pp"] = "1"
         if name == "step":
-            v |= {"intra": c([calc.SAME, *LINKS]), "inter": c([calc.SAME, *LINKS]),
-                  "schedule": c(PLAN_SCHEDULES), "chunks": c("2 3 4".split())}
+            v |= {"intra": c([calc.SAME, *cm.LINKS]), "inter": c([calc.SAME, *cm.LINKS]),
+                  "schedule": c(cm.SCHEDULES), "chunks": c("2 3 4".split())}
             if v["schedule"] == "interleaved" and v["pp"] != "1":
                 v["micro_batches"] = str(int(v["pp"]) * c([1, 2, 4]))
         return v

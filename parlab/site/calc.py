@@ -219,7 +219,8 @@ def _plan_controls(step: bool) -> tuple[Control, ...]:
 
 MEMORY = Calculator(
     "memory", "Memory per GPU", "09",
-    "Model states, activations and allowances of the most loaded GPU of a plan, term by term.",
+    "Model states, activations and allowances of the most loaded GPU of a plan, term by term "
+    "(1F1B schedule: the step-time calculator below takes any schedule).",
     _plan_controls(step=False), _memory)
 STEP = Calculator(
     "step", "Step time and MFU", "10",
