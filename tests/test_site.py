@@ -75,6 +75,7 @@ def test_every_stored_figure_and_dashboard_preview_is_shown(site):
         body = (site / "course" / f"{nb.stem}.html").read_text()
         assert len(re.findall(rf'<img[^>]* src="{nb.stem}_files/[^"]+\.png"', body)) == pngs, nb.name
         assert "widget-view+json" not in body and "widget-state+json" not in body, nb.name
+        assert "No description has been provided" not in body, nb.name  # alt: the output's text
 
 
 def test_chapter_00s_map_links_to_pages(site):

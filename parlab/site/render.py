@@ -75,6 +75,20 @@ def fix_links(body: str) -> str:
     return body
 
 
+def _alt_texts(body: str, nb, stem: str) -> str:
+    """Each extracted figure's alt text: its output's plain-text form (a dashboard's says what it
+    shows), instead of nbconvert's "No description has been provided for this image"."""
+    pattern = re.compile(r'<img alt="No description has been provided for this image"([^>]*?)src="('
+                         + re.escape(stem) + r'_files/output_(\d+)_(\d+)\.png)"')
+
+    def alt(m: re.Match) -> str:
+        out = nb.cells[int(m.group(3))].outputs[int(m.group(4))]
+        text = " ".join(str(out.get("data", {}).get("text/plain", "")).split())[:300]
+        return f'<img alt="{html.escape(text or "figure")}"{m.group(1)}src="{m.group(2)}"'
+
+    return pattern.sub(alt, body)
+
+
 def _text(fragment: str) -> str:
     fragment = re.sub(r'<a class="anchor-link".*?</a>', "", fragment, flags=re.S)
     return html.unescape(re.sub(r"<[^>]+>", "", fragment)).strip()
@@ -87,7 +101,7 @@ def render(path: Path) -> Rendered:
     nb = nbformat.read(path, as_version=4)
     prepare(nb)
     body, resources = _exporter().from_notebook_node(nb, resources={"output_files_dir": f"{path.stem}_files"})
-    body = fix_links(body)
+    body = fix_links(_alt_texts(body, nb, path.stem))
     heads = [(int(level), html.unescape(hid), _text(inner)) for level, hid, inner in _HEADING.findall(body)]
     title = next((t for level, _, t in heads if level == 1), path.stem)
     return Rendered(title, tuple((hid, t) for level, hid, t in heads if level == 2), body,
