@@ -37,9 +37,9 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 PLANS = 50
 REL_TOL = 1e-12  # a float shown may differ from the native one in its last bits only (``same``)
-#: the slowest median update a reader would still call instant on a loaded 2-core laptop (the
-#: README states the idle machine's figure; the target there is 100 ms)
-MEDIAN_UPDATE_MS = 250
+#: the issue's target for a control change; the median is asserted (measured: about 2 ms on a
+#: loaded 2-core machine), the 95th percentile and the maximum are recorded
+MEDIAN_UPDATE_MS = 100
 
 if not CHROMIUM.exists():
     if os.environ.get("PARLAB_REQUIRE_BROWSER") == "1":
@@ -284,3 +284,5 @@ def test_the_language_switch_and_the_search_box(page):
     page.wait_for_selector("#search-results li a")
     hrefs = page.eval_on_selector_all("#search-results a", "links => links.map(a => a.getAttribute('href'))")
     assert any("course/04_pipeline_parallel.html#" in h for h in hrefs), hrefs
+    page.fill("#search", "气泡率")  # the glossary's Chinese is searchable too
+    page.wait_for_function("[...document.querySelectorAll('#search-results a')].some(a => a.href.includes('glossary.html#term-'))")

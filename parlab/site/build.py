@@ -98,12 +98,15 @@ def build(root: Path, out: Path, cache: Path | None = None) -> Report:
     missing = sorted({c.chapter for c in pages.CALCULATORS.values()} - set(chapters))
     if missing:
         raise RuntimeError(f"calculators link to chapters {missing}, which course/ does not have")
+    glossary = _glossary(set(rendered))
     generated = {
         "index.html": ("parlab", pages.front_body((root / "README.md").read_text(encoding="utf-8"),
                                                   {h.removesuffix(".html"): h for h in rendered})),
         "calculators.html": ("Calculators", pages.calculators_body(chapters)),
-        "glossary.html": ("Glossary", pages.glossary_body(_glossary(set(rendered)))),
+        "glossary.html": ("Glossary", pages.glossary_body(glossary)),
     }
+    entries += [{"t": f"{zh} / {en}", "p": "Glossary", "u": f"glossary.html#{pages.glossary_id(i)}",
+                 "x": f"{en_def} {zh_def}"} for i, (zh, en, zh_def, en_def, _) in enumerate(glossary)]
     for href, (title, body) in generated.items():
         head = '<script type="module" src="static/calc.js"></script>' if href == "calculators.html" else ""
         (out / href).write_text(pages.page(title, body, nav, href, head), encoding="utf-8")

@@ -141,12 +141,16 @@ def calculators_body(chapters: dict[str, tuple[str, str]]) -> str:
 
 
 # -- the glossary ---------------------------------------------------------------------------------
+def glossary_id(i: int) -> str:
+    return f"term-{i}"
+
+
 def glossary_body(terms: list[tuple[str, str, str, str, str | None]]) -> str:
     """术语表: (zh, en, zh definition, en definition, link or None) rows, both languages."""
     rows = []
-    for zh, en, zh_def, en_def, link in terms:
+    for i, (zh, en, zh_def, en_def, link) in enumerate(terms):
         where = f'<a href="{html.escape(link)}">§</a>' if link else ""
-        rows.append(f'<tr><td lang="zh-CN">{html.escape(zh)}</td><td>{html.escape(en)}</td>'
+        rows.append(f'<tr id="{glossary_id(i)}"><td lang="zh-CN">{html.escape(zh)}</td><td>{html.escape(en)}</td>'
                     f'<td><span class="t" lang="en">{html.escape(en_def)}</span>'
                     f'<span class="t" lang="zh-CN">{html.escape(zh_def)}</span></td><td>{where}</td></tr>')
     return (f'<h1>{t("glossary")}</h1><p>The course\'s terms as Chinese engineers say them, each with its '
