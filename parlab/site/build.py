@@ -78,7 +78,8 @@ def build(root: Path, out: Path, cache: Path | None = None) -> Report:
                 raise RuntimeError(f"{nb.name} renders with scripts {scripts(page.body)}: a page must run nothing")
             rendered[f"{section}/{nb.stem}.html"] = page
     nav = [pages.NavItem("index.html", pages.UI["home"]["en"], ""),
-           pages.NavItem("calculators.html", pages.UI["calculators"]["en"], ""),
+           pages.NavItem("calculators.html", pages.UI["calculators"]["en"], "",
+                         tuple((c.name, c.title) for c in pages.CALCULATORS.values())),
            pages.NavItem("glossary.html", pages.UI["glossary"]["en"], "")]
     nav += [pages.NavItem(href, p.title, href.split("/")[0], p.headings) for href, p in rendered.items()]
     entries = []
@@ -86,6 +87,9 @@ def build(root: Path, out: Path, cache: Path | None = None) -> Report:
         dest = out / href
         dest.parent.mkdir(parents=True, exist_ok=True)
         body = p.body
+        tools = [c for c in pages.CALCULATORS.values() if href.startswith(f"course/{c.chapter}_")]
+        if tools:  # the calculators this chapter explains, one click away
+            body = pages.calculator_links(tools, "../") + body
         if href.startswith("exercises/"):
             shutil.copy(root / href.replace(".html", ".ipynb"), dest.with_suffix(".ipynb"))
             body = f'<p class="download"><a href="{dest.with_suffix(".ipynb").name}" download>{pages.t("download")}</a></p>' + body

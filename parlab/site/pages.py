@@ -110,6 +110,12 @@ def _control(calc: Calculator, c: Control) -> str:
     return f'<label for="{cid}">{html.escape(c.label)}</label>{field}'
 
 
+def calculator_links(calcs: list[Calculator], root: str) -> str:
+    """A chapter's line pointing at the calculators it explains."""
+    links = ", ".join(f'<a href="{root}calculators.html#{c.name}">{html.escape(c.title)}</a>' for c in calcs)
+    return f'<p class="download">{t("calculators")}: {links}</p>'
+
+
 def rows_html(result: dict) -> str:
     """The rows of a calculator's result as table rows (``data-key``, ``data-raw``: what tests read);
     the same markup ``static/calc.js`` writes."""
