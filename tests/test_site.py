@@ -144,3 +144,23 @@ def test_the_vendored_packages_are_the_pinned_files_only(site, tmp_path):
 
 def test_the_site_keeps_its_size_budget(site):
     assert site_bytes(site) <= SIZE_BUDGET, f"site/ is {site_bytes(site) / 1e6:.1f} MB, budget {SIZE_BUDGET / 1e6:.0f} MB"
+
+
+def test_the_figures_draw_what_the_engines_computed():
+    from parlab.layout import Grid
+    from parlab.schedules import make_schedule
+    from parlab.site import figures
+
+    svg = calc.compute("pipeline", {"schedule": "interleaved", "p": "4", "m": "8", "v": "2"})["svg"]
+    ops = sum(len(stage) for stage in make_schedule("interleaved", 4, 8, 2).stages)
+    assert svg.count("<rect") == ops and svg.count("<title>stage ") == ops
+    svg = calc.compute("grid", {"dp": "2", "tp": "4", "pp": "4", "rank": "13"})["svg"]
+    grid = Grid(dp=2, tp=4, pp=4)
+    coloured = set().union(*(grid.group(d, 13) for d in ("tp", "dp", "pp")))
+    ranks = re.findall(r'fill="([^"]+)" stroke="[^"]+"><title>rank (\d+),', svg)
+    assert len(ranks) == grid.world
+    assert {int(r) for fill, r in ranks if fill in figures.GROUP_COLOUR.values()} == coloured
+    assert svg.count('stroke="#000"') == 1  # the chosen rank
+    result = calc.compute("memory", {})
+    terms = [r for r in result["rows"] if r["key"] in ("parameters", "gradients", "optimizer states", "activations")]
+    assert all(f"{r['key']}: {r['shown']}" in result["svg"] for r in terms)

@@ -147,7 +147,7 @@ def _memory(values: dict[str, str]) -> tuple[list[Row], str]:
                  repr(est.memory_capacity)),
              Row("fits", "fits", "yes" if est.fits else "no", repr(est.fits)),
              Row("rank", "most loaded GPU", est.rank_label, str(est.rank))]
-    return rows, figures.memory_bar(terms, est.memory_capacity)
+    return rows, figures.memory_bar(terms, est.memory_capacity, gigabytes)
 
 
 def _step(values: dict[str, str]) -> tuple[list[Row], str]:
@@ -159,7 +159,7 @@ def _step(values: dict[str, str]) -> tuple[list[Row], str]:
              Row("tokens", "tokens / s", count(est.tokens_per_s), repr(est.tokens_per_s)),
              Row("memory", "memory per GPU", gigabytes(est.memory_total), repr(est.memory_total)),
              Row("fits", "fits", "yes" if est.fits else "no", repr(est.fits))]
-    return rows, figures.time_bar(terms)
+    return rows, figures.time_bar(terms, seconds)
 
 
 # -- the pipeline Gantt: parlab.schedules ----------------------------------------------------------

@@ -4,6 +4,8 @@ engines computed (``calc``); nothing is computed here but pixel positions."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from parlab.layout import Grid
 from parlab.schedules import Timeline
 
@@ -14,10 +16,10 @@ KIND_COLOUR = {"F": PALETTE[0], "B": PALETTE[1], "W": PALETTE[2]}
 GROUP_COLOUR = {"tp": PALETTE[0], "dp": PALETTE[1], "pp": PALETTE[2]}
 
 
-def _stacked(terms: dict[str, float], limit: float, unit: str, scale: float, label: str,
+def _stacked(terms: dict[str, float], limit: float, fmt: Callable[[float], str], label: str,
              limit_label: str = "") -> str:
-    """One horizontal bar of ``terms`` stacked left to right, a legend below it, and (when
-    ``limit`` > 0) a dashed line at ``limit``; values divided by ``scale`` in the legend."""
+    """One horizontal bar of ``terms`` stacked left to right, a legend below it (values written
+    by ``fmt``, the format of the table beside it), and, when ``limit`` > 0, a dashed line there."""
     shown = {k: x for k, x in terms.items() if x > 0}
     top = max(sum(shown.values()), limit, 1e-30)
     svg = Svg(WIDTH, 44 + 18 * len(shown), label)
@@ -25,11 +27,11 @@ def _stacked(terms: dict[str, float], limit: float, unit: str, scale: float, lab
     x = x0
     for i, (name, value) in enumerate(shown.items()):
         w = bar * value / top
-        svg.rect(x, 10, w, 22, PALETTE[i % len(PALETTE)], f"{name}: {value / scale:,.2f} {unit}")
+        svg.rect(x, 10, w, 22, PALETTE[i % len(PALETTE)], f"{name}: {fmt(value)}")
         x += w
         y = 52 + 18 * i
         svg.rect(x0, y - 10, 12, 12, PALETTE[i % len(PALETTE)])
-        svg.text(x0 + 18, y, f"{name}: {value / scale:,.2f} {unit}", size=12)
+        svg.text(x0 + 18, y, f"{name}: {fmt(value)}", size=12)
     if limit > 0:
         xl = x0 + bar * limit / top
         svg.line(xl, 4, xl, 38, "#000", 2, "4 3")
@@ -37,15 +39,14 @@ def _stacked(terms: dict[str, float], limit: float, unit: str, scale: float, lab
     return str(svg)
 
 
-def memory_bar(terms: dict[str, float], capacity: float) -> str:
+def memory_bar(terms: dict[str, float], capacity: float, fmt: Callable[[float], str]) -> str:
     """The memory terms of the most loaded GPU against its capacity (dashed line)."""
-    return _stacked(terms, capacity, "GB", 1e9, "memory per GPU by term",
-                    f"GPU memory {capacity / 1e9:,.0f} GB")
+    return _stacked(terms, capacity, fmt, "memory per GPU by term", f"GPU memory {fmt(capacity)}")
 
 
-def time_bar(terms: dict[str, float]) -> str:
+def time_bar(terms: dict[str, float], fmt: Callable[[float], str]) -> str:
     """The terms of one training step's time."""
-    return _stacked(terms, 0, "ms", 1e-3, "step time by term")
+    return _stacked(terms, 0, fmt, "step time by term")
 
 
 def gantt(timeline: Timeline, title: str) -> str:
