@@ -214,6 +214,8 @@ def page():
                       else (refused.append(route.request.url), route.abort()))
             errors: list[str] = []
             tab.on("pageerror", lambda exc: errors.append(str(exc)))
+            # what scripts fetch (search.json, the bundle, Pyodide's files) must exist too
+            tab.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
             tab.goto(origin + "calculators.html")
             tab.wait_for_function("window.parlabCalc && (window.parlabCalc.ready || window.parlabCalc.error)",
                                   timeout=240_000)

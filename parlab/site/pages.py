@@ -80,7 +80,7 @@ def page(title: str, body: str, nav: list[NavItem], current: str, extra_head: st
     root = "../" * current.count("/")
     return (f'<!doctype html><html lang="en" data-lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f'<title>{html.escape(title)} · parlab</title>'
+            f'<title>{html.escape(title)} · parlab</title><link rel="icon" href="data:,">'
             f'<link rel="stylesheet" href="{root}static/site.css"><link rel="stylesheet" href="{root}static/pygments.css">'
             f'{extra_head}<script defer src="{root}static/site.js" data-root="{root}"></script></head>'
             f'<body><nav id="sidebar">{_sidebar(nav, current, root)}</nav>'
