@@ -65,11 +65,8 @@ def _glossary(rendered_hrefs: set[str]) -> list[tuple[str, str, str, str, str | 
     return rows
 
 
-def build(root: Path, out: Path, cache: Path | None = None) -> Report:
-    """Build the site of the checkout at ``root`` into ``out``; raise if a link is broken."""
-    start = time.perf_counter()
-    root, out = root.resolve(), out.resolve()
-    _clean(out)
+def notebook_pages(root: Path) -> dict[str, Rendered]:
+    """Every published notebook rendered, by its page's path ('course/01_why_distributed.html')."""
     rendered: dict[str, Rendered] = {}
     for section in SECTIONS:
         for nb in sorted((root / section).glob("*.ipynb")):
@@ -77,6 +74,34 @@ def build(root: Path, out: Path, cache: Path | None = None) -> Report:
             if scripts(page.body):
                 raise RuntimeError(f"{nb.name} renders with scripts {scripts(page.body)}: a page must run nothing")
             rendered[f"{section}/{nb.stem}.html"] = page
+    return rendered
+
+
+def _write_notebook_page(root: Path, out: Path, href: str, p: Rendered, nav: list[pages.NavItem]) -> None:
+    """One notebook's page and its figures; a chapter links its calculators, an exercise offers
+    its notebook to download."""
+    dest = out / href
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    body = p.body
+    tools = [c for c in pages.CALCULATORS.values() if href.startswith(f"course/{c.chapter}_")]
+    if tools:
+        body = pages.calculator_links(tools, "../") + body
+    if href.startswith("exercises/"):
+        shutil.copy(root / href.replace(".html", ".ipynb"), dest.with_suffix(".ipynb"))
+        body = (f'<p class="download"><a href="{dest.with_suffix(".ipynb").name}" download>{pages.t("download")}</a>'
+                "</p>" + body)
+    dest.write_text(pages.page(p.title, body, nav, href, pages.katex_head(body, href)), encoding="utf-8")
+    for name, data in p.files.items():
+        (dest.parent / name).parent.mkdir(parents=True, exist_ok=True)
+        (dest.parent / name).write_bytes(data)
+
+
+def build(root: Path, out: Path, cache: Path | None = None) -> Report:
+    """Build the site of the checkout at ``root`` into ``out``; raise if a link is broken."""
+    start = time.perf_counter()
+    root, out = root.resolve(), out.resolve()
+    _clean(out)
+    rendered = notebook_pages(root)
     nav = [pages.NavItem("index.html", pages.UI["home"]["en"], ""),
            pages.NavItem("calculators.html", pages.UI["calculators"]["en"], "",
                          tuple((c.name, c.title) for c in pages.CALCULATORS.values())),
@@ -84,19 +109,7 @@ def build(root: Path, out: Path, cache: Path | None = None) -> Report:
     nav += [pages.NavItem(href, p.title, href.split("/")[0], p.headings) for href, p in rendered.items()]
     entries = []
     for href, p in rendered.items():
-        dest = out / href
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        body = p.body
-        tools = [c for c in pages.CALCULATORS.values() if href.startswith(f"course/{c.chapter}_")]
-        if tools:  # the calculators this chapter explains, one click away
-            body = pages.calculator_links(tools, "../") + body
-        if href.startswith("exercises/"):
-            shutil.copy(root / href.replace(".html", ".ipynb"), dest.with_suffix(".ipynb"))
-            body = f'<p class="download"><a href="{dest.with_suffix(".ipynb").name}" download>{pages.t("download")}</a></p>' + body
-        dest.write_text(pages.page(p.title, body, nav, href, pages.katex_head(body, href)), encoding="utf-8")
-        for name, data in p.files.items():
-            (dest.parent / name).parent.mkdir(parents=True, exist_ok=True)
-            (dest.parent / name).write_bytes(data)
+        _write_notebook_page(root, out, href, p, nav)
         entries += search.sections(href, p.title, p.body)
     chapters = {href.split("/")[1][:2]: (href, p.title) for href, p in rendered.items() if href.startswith("course/")}
     missing = sorted({c.chapter for c in pages.CALCULATORS.values()} - set(chapters))
