@@ -113,7 +113,7 @@ def _control(calc: Calculator, c: Control) -> str:
 def calculator_links(calcs: list[Calculator], root: str) -> str:
     """A chapter's line pointing at the calculators it explains."""
     links = ", ".join(f'<a href="{root}calculators.html#{c.name}">{html.escape(c.title)}</a>' for c in calcs)
-    return f'<p class="download">{t("calculators")}: {links}</p>'
+    return f'<p class="note">{t("calculators")}: {links}</p>'
 
 
 def rows_html(result: dict) -> str:
