@@ -104,6 +104,13 @@ def test_the_glossary_and_the_frame_carry_both_languages(site):
     assert body.count('<span class="t" lang="zh-CN">') >= len(GLOSSARY)
 
 
+def test_every_calculator_word_has_its_chinese():
+    for c in calc.CALCULATORS.values():
+        assert c.title in pages.CALC_ZH and all(x.label in pages.CALC_ZH for x in c.controls), c.name
+        rows = calc.compute(c.name, {x.name: x.default for x in c.controls})["rows"]
+        assert [r["label"] for r in rows if r["key"] != "capacity" and r["label"] not in pages.CALC_ZH] == []
+
+
 def test_the_calculators_page_shows_the_defaults_computed_at_build_time(site):
     body = (site / "calculators.html").read_text()
     for name, c in calc.CALCULATORS.items():

@@ -240,6 +240,8 @@ def test_every_control_moved_shows_the_native_numbers(page, name):
             page.fill(sel, str(int(now) + 1 if int(now) < control.high else control.low))
         got = page.evaluate(READ, name)
         assert same(shown(got), expected(name, got["values"])), (control.name, got["values"], shown(got))
+    # the rows calc.js writes carry both languages, as the page's own do (pages.both)
+    assert page.locator(f'[data-result="{name}"] th .t[lang="zh-CN"]').count() > 0
 
 
 @pytest.mark.parametrize("name", list(calc.CALCULATORS))

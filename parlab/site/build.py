@@ -102,10 +102,10 @@ def build(root: Path, out: Path, cache: Path | None = None) -> Report:
     root, out = root.resolve(), out.resolve()
     _clean(out)
     rendered = notebook_pages(root)
-    nav = [pages.NavItem("index.html", pages.UI["home"]["en"], ""),
-           pages.NavItem("calculators.html", pages.UI["calculators"]["en"], "",
-                         tuple((c.name, c.title) for c in pages.CALCULATORS.values())),
-           pages.NavItem("glossary.html", pages.UI["glossary"]["en"], "")]
+    nav = [pages.NavItem("index.html", "Home", "", ui="home"),
+           pages.NavItem("calculators.html", "Calculators", "",
+                         tuple((c.name, c.title) for c in pages.CALCULATORS.values()), ui="calculators"),
+           pages.NavItem("glossary.html", "Glossary", "", ui="glossary")]
     nav += [pages.NavItem(href, p.title, href.split("/")[0], p.headings) for href, p in rendered.items()]
     entries = []
     for href, p in rendered.items():

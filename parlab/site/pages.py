@@ -9,6 +9,7 @@ flips which one CSS shows; the glossary shows both definitions the same way.
 from __future__ import annotations
 
 import html
+import json
 import re
 from dataclasses import dataclass
 
@@ -35,6 +36,40 @@ UI: dict[str, dict[str, str]] = {
 }
 
 
+#: the calculators' words in Chinese (the glossary's terms), keyed by their English: titles,
+#: blurbs, control labels, row labels; a label without an entry shows in English only
+CALC_ZH: dict[str, str] = {
+    "Memory per GPU": "每卡显存", "Step time and MFU": "步时与模型算力利用率（MFU）",
+    "Pipeline schedule (Gantt)": "流水线调度（甘特图）", "Rank grid: who talks to whom": "rank 网格：谁和谁通信",
+    "model": "模型", "cluster": "集群", "intra-node link": "节点内互联", "inter-node link": "节点间互联",
+    "ZeRO stage": "ZeRO 阶段", "dtype": "数据类型", "offload": "卸载", "recompute": "重计算",
+    "sequence parallel": "序列并行", "sequence length": "序列长度", "micro-batch": "微批次大小",
+    "micro-batches per step m": "每步微批次数 m", "schedule": "调度", "chunks v (interleaved)": "模型块数 v（交错式）",
+    "stages p": "流水线阶段数 p", "micro-batches m": "微批次数 m", "forward cost F": "前向耗时 F",
+    "backward cost B": "反向耗时 B", "weight-gradient cost W": "权重梯度耗时 W", "GPUs per node": "每节点 GPU 数",
+    "dp": "dp", "tp": "tp", "pp": "pp", "rank": "rank",
+    "parameters": "参数", "gradients": "梯度", "optimizer states": "优化器状态", "activations": "激活值",
+    "buffers + fragmentation (allowance)": "缓冲区 + 碎片（预留）", "total per GPU": "每卡合计", "fits": "放得下",
+    "most loaded GPU": "负载最重的卡", "compute: matmuls": "计算：矩阵乘", "compute: elementwise": "计算：逐元素",
+    "TP communication": "TP 通信", "PP communication": "PP 通信", "pipeline bubble": "流水线气泡",
+    "DP/ZeRO communication (exposed)": "DP/ZeRO 通信（未被计算掩盖）", "optimizer step": "优化器更新",
+    "offload transfers": "卸载传输", "step time": "步时", "MFU": "MFU", "tokens / s": "token / 秒",
+    "memory per GPU": "每卡显存", "makespan (time units)": "总时长（时间单位）", "bubble fraction": "气泡率",
+    "peak activations per stage (micro-batches)": "每阶段激活峰值（微批次）", "world size": "总卡数（world size）",
+    "coordinates (tp, dp, pp)": "坐标 (tp, dp, pp)", "its TP group": "所在 TP 组", "its DP group": "所在 DP 组",
+    "its PP group": "所在 PP 组", "nodes one TP group spans": "一个 TP 组跨的节点数",
+    "nodes one DP group spans": "一个 DP 组跨的节点数", "nodes one PP group spans": "一个 PP 组跨的节点数",
+    "previous / next pipeline stage": "上一 / 下一流水线阶段",
+}
+
+
+def both(text: str, zh: dict[str, str] = CALC_ZH) -> str:
+    """``text`` in English and, where ``zh`` has it, in Chinese (the switch shows one)."""
+    if text not in zh:
+        return html.escape(text)
+    return f'<span class="t" lang="en">{html.escape(text)}</span><span class="t" lang="zh-CN">{html.escape(zh[text])}</span>'
+
+
 def t(key: str) -> str:
     """The UI string ``key`` in every language, the English one shown unless the switch says zh."""
     return "".join(f'<span class="t" lang="{"zh-CN" if lang == "zh" else "en"}">{html.escape(text)}</span>'
@@ -49,6 +84,7 @@ class NavItem:
     title: str
     group: str  # "course" | "exercises" | "" (top level)
     sections: tuple[tuple[str, str], ...] = ()
+    ui: str = ""  # a UI key: the title in every language
 
 
 def _untex(text: str) -> str:
@@ -67,9 +103,10 @@ def _sidebar(nav: list[NavItem], current: str, root: str) -> str:
             parts.append(f'</ul><p class="group">{t(item.group)}</p><ul>')
             group = item.group
         here = ' class="here"' if item.href == current else ""
-        parts.append(f'<li{here}><a href="{root}{item.href}">{html.escape(_untex(item.title))}</a>')
+        title = t(item.ui) if item.ui else html.escape(_untex(item.title))
+        parts.append(f'<li{here}><a href="{root}{item.href}">{title}</a>')
         if item.href == current and item.sections:
-            parts.append("<ul>" + "".join(f'<li><a href="#{html.escape(i)}">{html.escape(_untex(s))}</a></li>'
+            parts.append("<ul>" + "".join(f'<li><a href="#{html.escape(i)}">{both(_untex(s))}</a></li>'
                                           for i, s in item.sections) + "</ul>")
         parts.append("</li>")
     return "".join(parts) + "</ul>"
@@ -107,7 +144,7 @@ def _control(calc: Calculator, c: Control) -> str:
     else:
         field = (f'<input id="{cid}" name="{c.name}" type="number" min="{c.low}" max="{c.high}" step="1" '
                  f'value="{c.default}">')
-    return f'<label for="{cid}">{html.escape(c.label)}</label>{field}'
+    return f'<label for="{cid}">{both(c.label)}</label>{field}'
 
 
 def calculator_links(calcs: list[Calculator], root: str) -> str:
@@ -120,7 +157,7 @@ def rows_html(result: dict) -> str:
     """The rows of a calculator's result as table rows (``data-key``, ``data-raw``: what tests read);
     the same markup ``static/calc.js`` writes."""
     return "".join(f'<tr data-key="{html.escape(r["key"])}" data-raw="{html.escape(r["raw"])}"><th>'
-                   f'{html.escape(r["label"])}</th><td>{html.escape(r["shown"])}</td></tr>' for r in result["rows"])
+                   f'{both(r["label"])}</th><td>{html.escape(r["shown"])}</td></tr>' for r in result["rows"])
 
 
 def calculators_body(chapters: dict[str, tuple[str, str]]) -> str:
@@ -131,18 +168,19 @@ def calculators_body(chapters: dict[str, tuple[str, str]]) -> str:
            'running in your browser (Python in WebAssembly, no server): change a control and the numbers '
            'and the figure are recomputed by the same code the notebooks call.</p>',
            f'<p id="calc-status" class="status">{t("loading")}</p><ul class="toc">']
-    out += [f'<li><a href="#{c.name}">{html.escape(c.title)}</a></li>' for c in CALCULATORS.values()]
+    out += [f'<li><a href="#{c.name}">{both(c.title)}</a></li>' for c in CALCULATORS.values()]
     out.append("</ul>")
     for calc in CALCULATORS.values():
         href, title = chapters[calc.chapter]
         result = compute(calc.name, {c.name: c.default for c in calc.controls})
-        out.append(f'<section class="calc" id="{calc.name}"><h2>{html.escape(calc.title)}</h2>'
+        out.append(f'<section class="calc" id="{calc.name}"><h2>{both(calc.title)}</h2>'
                    f'<p>{html.escape(calc.blurb)} {t("explained")} <a href="{href}">{html.escape(title)}</a>.</p>'
                    f'<form class="controls" data-calc="{calc.name}">'
                    + "".join(_control(calc, c) for c in calc.controls) + "</form>"
                    f'<p class="calc-error" data-error="{calc.name}" hidden></p>'
                    f'<div class="calc-result" data-result="{calc.name}"><table class="calc-out">'
                    f'{rows_html(result)}</table><div class="calc-svg">{result["svg"]}</div></div></section>')
+    out.append(f'<script type="application/json" id="calc-zh">{json.dumps(CALC_ZH, ensure_ascii=False)}</script>')
     return "".join(out)
 
 

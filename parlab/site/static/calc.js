@@ -9,6 +9,7 @@ const status = document.getElementById("calc-status");
 const state = { ready: false, loadMs: null, phases: {}, timings: [], error: null };
 const mark = (phase) => { state.phases[phase] = Math.round(performance.now() - started); };
 window.parlabCalc = state;
+const zh = JSON.parse(document.getElementById("calc-zh").textContent);  // pages.CALC_ZH
 
 function values(form) {
   const out = {};
@@ -32,7 +33,13 @@ function show(name, result) {
     tr.dataset.key = r.key;
     tr.dataset.raw = r.raw;
     const th = document.createElement("th");
-    th.textContent = r.label;
+    if (r.label in zh) {  // both languages, as pages.both writes them; the switch shows one
+      for (const [lang, text] of [["en", r.label], ["zh-CN", zh[r.label]]]) {
+        th.append(Object.assign(document.createElement("span"), { className: "t", lang, textContent: text }));
+      }
+    } else {
+      th.textContent = r.label;
+    }
     const td = document.createElement("td");
     td.textContent = r.shown;
     tr.append(th, td);
