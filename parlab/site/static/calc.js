@@ -70,8 +70,12 @@ try {
   }
   state.loadMs = performance.now() - started;
   state.ready = true;
-  status.textContent = `Python is running in your browser (loaded in ${(state.loadMs / 1000).toFixed(1)} s): ` +
-    "change any control.";
+  const secs = (state.loadMs / 1000).toFixed(1);
+  status.replaceChildren(
+    Object.assign(document.createElement("span"), { className: "t", lang: "en",
+      textContent: `Python is running in your browser (loaded in ${secs} s): change any control.` }),
+    Object.assign(document.createElement("span"), { className: "t", lang: "zh-CN",
+      textContent: `Python 已在你的浏览器中运行（加载用时 ${secs} 秒）：调整任意控件即可重算。` }));
 } catch (err) {
   state.error = String(err);
   status.textContent = `Could not start Python in this browser (${err}); the numbers shown are the defaults.`;
