@@ -49,6 +49,8 @@ def test_the_link_checker_reports_missing_pages_images_and_anchors(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a.html").write_text('<h2 id="here">x</h2><a href="#here">ok</a><a href="../index.html">ok</a>'
                                              '<a href="https://example.org/">outside: not followed</a>')
+    with pytest.raises(ValueError, match="no index.html"):
+        linkcheck.check(tmp_path)
     (tmp_path / "index.html").write_text('<a href="sub/a.html#here">ok</a><a href="sub/a.html#gone">bad anchor</a>'
                                          '<a href="sub/b.html">missing page</a><img src="fig.png">'
                                          '<a href="../up.html">outside</a>')

@@ -24,7 +24,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from .linkcheck import check
 
-    broken, links = check(out)
+    try:
+        broken, links = check(out)
+    except ValueError as err:
+        print(err, file=sys.stderr)
+        return 2
     for b in broken:
         print(b)
     print(f"{links} links checked in {out}, {len(broken)} broken")

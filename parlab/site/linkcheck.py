@@ -53,6 +53,8 @@ def _parse(path: Path) -> _Page:
 def check(site: Path) -> tuple[list[Broken], int]:
     """(broken links, links checked) of every ``*.html`` under ``site``."""
     site = site.resolve()
+    if not (site / "index.html").is_file():
+        raise ValueError(f"{site} has no index.html: not a built site (make site builds one)")
     pages = {p: _parse(p) for p in sorted(site.rglob("*.html"))}
     broken, checked = [], 0
     for path, parsed in pages.items():
