@@ -14,7 +14,7 @@ TORCH  ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 STAMP  := $(VENV)/.parlab-installed
 
-.PHONY: setup lab test notebooks exercises bench lint browser clean
+.PHONY: setup lab test notebooks exercises bench lint browser site clean
 
 setup: $(STAMP)
 
@@ -56,6 +56,12 @@ bench: setup
 lint: setup
 	$(BIN)/ruff check parlab tests
 
+## The course as a static site in site/ (from the notebooks' stored outputs; nothing is executed),
+## with the calculators running parlab's cost model in the browser (Pyodide, fetched once with npm
+## into build/site-cache); ends with the link check. Serve it: python -m http.server -d site
+site: setup
+	$(BIN)/python -m parlab.site build site
+
 ## Debian's chromium for the browser test (root + apt only; never `playwright install`).
 ## and a CJK font, so that the Chinese text (中文口述版, the drill in Chinese) renders, not boxes.
 browser:
@@ -64,4 +70,4 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-noto-cjk)
 
 clean:
-	rm -rf $(VENV) test-artifacts
+	rm -rf $(VENV) test-artifacts site build/site-cache

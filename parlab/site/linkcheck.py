@@ -1,0 +1,79 @@
+"""Every link and image of a built site resolves: each relative ``href``/``src`` of every page names
+a file of the site, and each ``#fragment`` an id of the page it points at. Links with a scheme
+(``https:``) are outside the site and not followed (the site must work offline: they are only
+references to papers and repositories); ``data:`` images are inline.
+
+    python -m parlab.site check site      # one line per broken link; exit status 1 if any
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+_ATTRS = {"a": "href", "link": "href", "img": "src", "script": "src", "source": "src", "iframe": "src"}
+
+
+class _Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.refs: list[tuple[str, str]] = []  # (tag, url)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = dict(attrs)
+        if named.get("id"):
+            self.ids.add(named["id"] or "")
+        if named.get("name") and tag == "a":
+            self.ids.add(named["name"] or "")
+        url = named.get(_ATTRS.get(tag, ""))
+        if url is not None:
+            self.refs.append((tag, url))
+
+
+@dataclass(frozen=True)
+class Broken:
+    page: str
+    tag: str
+    url: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.page}: <{self.tag}> {self.url!r}: {self.why}"
+
+
+def _parse(path: Path) -> _Page:
+    parser = _Page()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def check(site: Path) -> tuple[list[Broken], int]:
+    """(broken links, links checked) of every ``*.html`` under ``site``."""
+    site = site.resolve()
+    if not (site / "index.html").is_file():
+        raise ValueError(f"{site} has no index.html: not a built site (make site builds one)")
+    pages = {p: _parse(p) for p in sorted(site.rglob("*.html"))}
+    broken, checked = [], 0
+    for path, parsed in pages.items():
+        rel = str(path.relative_to(site))
+        for tag, url in parsed.refs:
+            parts = urlsplit(url)
+            if parts.scheme or url.startswith("//"):
+                continue  # outside the site (https:, mailto:, data:)
+            checked += 1
+            target = (path.parent / unquote(parts.path)).resolve() if parts.path else path
+            if target.is_dir():
+                target = target / "index.html"
+            if site not in target.parents and target != site:
+                broken.append(Broken(rel, tag, url, "points outside the site"))
+            elif not target.is_file():
+                broken.append(Broken(rel, tag, url, f"no such file {target.relative_to(site)}"))
+            elif parts.fragment and target.suffix == ".html":
+                ids = pages[target].ids if target in pages else _parse(target).ids
+                if unquote(parts.fragment) not in ids:
+                    broken.append(Broken(rel, tag, url, f"no id {unquote(parts.fragment)!r} in "
+                                                        f"{target.relative_to(site)}"))
+    return broken, checked
