@@ -10,7 +10,7 @@ Beyond 1F1B: ZB-V (``zero_bubble_v``, Qi et al. 2024, Sec. 6), DualPipe and Dual
 directions (``Schedule.placement``), DualPipe's overlapped F&B pairs timed by ``Costs(fb=...)``.
 
 No torch, no matplotlib: the cost model, the Gantt charts (``parlab.viz.gantt``) and the executor
-(``parlab.parallel.pipeline``, synchronous schedules only) import it unchanged.
+(``parlab.parallel.pipeline_parallel``, synchronous schedules only) import it unchanged.
 """
 
 from .asynchronous import (

@@ -2,8 +2,8 @@
 
 Kinds: ``F`` (forward), ``B`` (backward; the whole backward unless the schedule also has ``W``),
 ``W`` (weight gradient, split from ``B`` = input gradient by the zero-bubble schedules of Qi et
-al. 2023, "Zero Bubble Pipeline Parallelism", Sec. 2). ``chunk`` is a model chunk; where chunk ``c`` of rank
-``s`` sits in the model is the schedule's ``placement`` (``PLACEMENTS``):
+al. 2023, "Zero Bubble Pipeline Parallelism", Sec. 2). ``chunk`` is a model chunk; where chunk
+``c`` of rank ``s`` sits in the model is the schedule's ``placement`` (``PLACEMENTS``):
 
 - ``loop``: Megatron's interleaved schedule (Narayanan et al. 2021, Sec. 2.2): rank ``s`` holds
   chunks ``0..v-1``, chunk ``c`` is virtual stage ``c * p + s`` of the ``p * v`` the model is cut
@@ -18,7 +18,7 @@ al. 2023, "Zero Bubble Pipeline Parallelism", Sec. 2). ``chunk`` is a model chun
   parameters (2x), and each micro-batch visits one chunk per rank.
 
 Pure Python: the simulator, the cost model, the Gantt charts and the executor
-(``parlab.parallel.pipeline``) all read the same ``Schedule``.
+(``parlab.parallel.pipeline_parallel``) all read the same ``Schedule``.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class Schedule:
     ``weights`` says how weights are updated (``WEIGHT_POLICIES``); ``update_every`` is the
     number of micro-batches per optimizer step (m for the synchronous ``flush`` schedules);
     ``placement`` where each rank's chunks sit in the model (``PLACEMENTS``).
-    ``parlab.parallel.pipeline`` (the executor) runs only the synchronous schedules.
+    ``parlab.parallel.pipeline_parallel`` (the executor) runs only the synchronous schedules.
     """
 
     name: str
