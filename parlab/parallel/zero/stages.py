@@ -1,0 +1,299 @@
+"""ZeRO stages 0-3 over the data-parallel group, from scratch: ``ZeroDataParallel``.
+
+Rajbhandari et al. 2020 ("ZeRO: Memory Optimizations Toward Training Trillion Parameter
+Models", Section 5, Figure 1) remove the data-parallel replicas of the model states one by one:
+
+    stage 0  plain data parallelism: all-reduce the gradients, every rank updates everything
+    stage 1  P_os     optimizer states sharded: reduce-scatter the gradients after backward,
+                      each rank updates its 1/Nd shard, all-gather the updated weights
+    stage 2  P_os+g   + gradients sharded: each unit's gradients are reduce-scattered to their
+                      owners as soon as backward has produced them; only the owned shard is kept
+    stage 3  P_os+g+p + parameters sharded: each unit is all-gathered just before its forward
+                      and again before its backward, freed after each (Section 5.3), the next
+                      unit's all-gather started early (prefetch)
+
+Traffic per rank (Section 7.2): stages 0-2 move 2 Psi (reduce-scatter + all-gather = one
+all-reduce), stage 3 3 Psi (two all-gathers + one reduce-scatter): 1.5x.
+
+The parameters are grouped in *units* (``unit``: TinyGPT's blocks, and the root). Every
+rank issues its collectives unit by unit in one fixed order, whatever its own backward reaches
+first: stages 2-3 reduce-scatter in reverse unit order (a unit whose gradients are ready waits
+for the ones before it, as DDP's buckets do), stage 3 gathers in forward order and, in backward,
+the root then the blocks last to first (``hooks``); a unit a rank skips is gathered (and
+reduced, as zeros) in its turn all the same. So a block unused on some ranks only pairs with
+itself, never with a neighbour of the same size; where the ranks still disagree (stage 3: a
+backward that reaches the units in another order), the collective's ``CollectiveMismatch`` is
+raised again naming the unit and its parameters. Stage 3 frees a buffer by resizing its storage
+to 0 bytes and re-allocates it to gather (FSDP's ``_free_storage``), so tensors autograd saved
+(views of the buffer) see the gathered values again in backward; the root unit is held gathered
+through the whole forward (its embedding runs first, its head last) and gathered again first in
+backward. Mixed precision and offload: ``offload.ShardOptimizer``. Memory: ``parallel.measure.MemoryLedger``
+is sampled wherever what a rank holds changes; ``engine.ledger.peak`` is the step's peak.
+
+    engine = ZeroDataParallel(TinyGPT(cfg), comm, stage=2, dtype="bf16")
+    loss = engine(x, y)      # this rank's block of the global batch
+    loss.backward()          # stage 2/3: reduce-scatter unit by unit during backward
+    engine.step()            # Adam on the owned fp32 shard, then (stages 1-2) all-gather
+
+fp16 runs with dynamic loss scaling (``precision.DynamicLossScaler``, Micikevicius et al. 2018,
+Sec. 3.2): backward starts from the loss times the scale; ``step()`` checks every rank's gradient
+shard for inf/nan (one 1-element all-reduce), and if any holds one no rank updates, the scale is
+backed off and ``skipped_steps`` counts it; otherwise the gradients are divided by the scale.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..data_parallel.ddp import broadcast_state, check_same_shapes
+from ..measure import MemoryLedger
+from ..precision import DynamicLossScaler
+from .config import DTYPES, FP16_INIT_SCALE, check_zero_args
+from .hooks import UnitHooks, _ScaleGrad
+from .offload import ShardOptimizer, check_adamw
+from .unit import Unit, find_units, replace_params
+
+
+class ZeroDataParallel(UnitHooks, nn.Module):
+    """``module`` trained with ZeRO ``stage`` (0-3) over the data-parallel ranks of ``comm``.
+
+    ``dtype``: the working weights and gradients ('fp32', or 'bf16' / 'fp16' with fp32 master
+    weights and Adam moments in the shard). ``lr``, ``betas``, ``eps``, ``weight_decay``: AdamW,
+    the defaults of ``parlab.parallel.make_optimizer``. ``offload``: None, 'optimizer' (stage >=
+    1: master and moments on the host) or 'optimizer+params' (stage 3: the weight shard too).
+    ``prefetch`` (stage 3): start the next unit's all-gather before the current one computes.
+    ``scaler``: a ``DynamicLossScaler`` (fp16's default: one starting at 2^15; none for fp32 and
+    bf16 unless given). Frozen parameters (``requires_grad=False``) are kept as they are.
+    """
+
+    def __init__(self, module: nn.Module, comm, stage: int = 1, *, dtype: str = "fp32",
+                 lr: float = 3e-3, betas: tuple[float, float] = (0.9, 0.95), eps: float = 1e-8,
+                 weight_decay: float = 0.0, offload: str | None = None, prefetch: bool = True,
+                 scaler: DynamicLossScaler | None = None):
+        super().__init__()
+        check_zero_args(stage, dtype, offload)
+        check_adamw(lr, betas, eps, weight_decay)
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+        if scaler is not None and not isinstance(scaler, DynamicLossScaler):
+            raise TypeError(f"scaler must be a parlab.parallel.DynamicLossScaler or None, got "
+                            f"{type(scaler).__name__}")
+        if scaler is None and dtype == "fp16":
+            scaler = DynamicLossScaler(init_scale=FP16_INIT_SCALE)
+        self.module, self.comm, self.stage, self.dtype = module, comm, stage, dtype
+        self.offload, self.prefetch, self.scaler = offload, prefetch, scaler
+        self.skipped_steps = 0  # steps not taken: a gradient held an inf or nan (with a scaler)
+        self.world = comm.world_size
+        check_same_shapes(module, comm, "ZeroDataParallel")
+        broadcast_state(module, comm)  # replicas start equal (rank 0's weights), in fp32
+        owners = self.world if stage >= 1 else 1  # stage 0: every rank owns everything
+        rank = comm.rank if owners > 1 else 0
+        self.units: list[Unit] = []
+        for m, name, params, names in find_units(module):
+            if not params:
+                continue
+            unit = Unit(m, name, params, names, owners, rank, DTYPES[dtype])
+            replace_params(module, params, unit.params)
+            shard = unit.buffer[unit.lo:unit.lo + unit.plan.shard]  # (shard,) a view
+            if stage == 3:
+                shard = shard.clone()
+                unit.buffer.untyped_storage().resize_(0)  # freed until gathered
+                unit.gathered = False
+            unit.opt = ShardOptimizer(shard, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      offload=offload is not None, params=offload == "optimizer+params")
+            if stage <= 1:  # the full gradient is kept: autograd writes into one flat buffer
+                unit.new_bucket()
+            self.units.append(unit)
+        # the one order of the collectives on every rank: reduce blocks last to first, then the
+        # root; stage 3 gathers in forward order, and in backward the root then blocks last to first
+        root = bool(self.units) and self.units[0].module is module
+        blocks = list(range(int(root), len(self.units)))
+        self._reduce_order = blocks[::-1] + [0] * root
+        self._gather_order = [0] * root + blocks[::-1]
+        self._hooks = []
+        if stage == 3:  # registered first: runs before the units' own hooks on the root
+            self._hooks += [module.register_forward_pre_hook(self._forward_begin),
+                            module.register_forward_hook(self._forward_end)]
+        for i, unit in enumerate(self.units):
+            self._hooks += [p.register_post_accumulate_grad_hook(self._grad_ready(unit)) for p in unit.params]
+            if stage == 3:
+                self._hooks.append(unit.module.register_forward_pre_hook(self._forward_pre(i)))
+            if stage >= 2:
+                self._hooks.append(unit.module.register_forward_hook(self._forward_post(i)))
+        self._in_backward = False
+        self._reduced = False  # the gradients of a backward reduced, not yet applied by step()
+        self._next_reduce = 0  # stages 2-3: position in _reduce_order of the next reduce-scatter
+        self.ledger = MemoryLedger(self._walk)
+        self.after_backward: dict[str, int] = {}  # what was held once the gradients were reduced
+        self.ledger.sample("init")
+
+    def forward(self, *args, **kwargs):
+        self.ledger.sample("forward start")
+        out = self.module(*args, **kwargs)
+        if self.scaler is not None and isinstance(out, torch.Tensor) and out.requires_grad:
+            out = _ScaleGrad.apply(out, self.scaler.scale_value)  # backward starts at the scale
+        self.ledger.sample("forward end")
+        return out
+
+    # ---------------------------------------------------------------- what is held
+    def _walk(self) -> dict[str, list]:
+        params, gathered, grads, states, host = [], [], [], [], []
+        for u in self.units:
+            (gathered if self.stage == 3 else params).append(u.buffer)
+            if self.stage == 3 and not u.opt.params_on_host:
+                params.append(u.opt.working)
+            grads += [u.grad_bucket, u.grad_shard] + [p.grad for p in u.params]
+            states += u.opt.device_tensors()
+            host += u.opt.host_tensors()
+        return {"parameters": params, "gathered": gathered, "gradients": grads,
+                "optimizer states": states, "host": host}
+
+    def held(self) -> dict[str, int]:
+        """Bytes held now by category (see ``measure.held_bytes``); 'host' is offloaded state."""
+        return self.ledger.now()
+
+    @property
+    def host_traffic(self) -> dict[str, int]:
+        """Bytes the offload path copied device -> host and host -> device so far."""
+        out = {"device_to_host": 0, "host_to_device": 0}
+        for u in self.units:
+            for k, v in u.opt.traffic.items():
+                out[k] += v
+        return out
+
+    # ---------------------------------------------------------------- backward
+    def _begin_backward(self) -> None:
+        if self._in_backward:
+            return
+        if self.stage <= 1 and self._reduced:
+            raise RuntimeError(f"ZeRO stage {self.stage} reduces the full gradient at the end of each "
+                               f"backward: call step() after every backward (gradient accumulation "
+                               f"over micro-batches needs stage 2 or 3, which add to the owned shard)")
+        self._in_backward = True
+        self._next_reduce = 0
+        for u in self.units:
+            u.pending = len(u.params)
+            u.seen = False
+        torch.autograd.Variable._execution_engine.queue_callback(self._finish_backward)
+
+    def _grad_ready(self, unit: Unit):
+        def hook(param: torch.Tensor) -> None:
+            self._begin_backward()
+            unit.pending -= 1
+            if unit.pending == 0 and self.stage >= 2:
+                self._reduce_ready()
+        return hook
+
+    def _reduce_ready(self, everything: bool = False) -> None:
+        """Reduce-scatter the units whose gradients are complete, in the one order (a later
+        unit waits for an earlier one); ``everything``: the rest too (the end of backward)."""
+        order = self._reduce_order
+        while self._next_reduce < len(order):
+            unit = self.units[order[self._next_reduce]]
+            if not everything and unit.pending != 0:
+                return
+            self._reduce_scatter(unit)
+            self._next_reduce += 1
+
+    @torch.no_grad()
+    def _reduce_scatter(self, unit: Unit) -> None:
+        """Stage 2-3: the unit's summed gradient shard to its owner; the full gradient freed."""
+        if unit.grad_bucket is None:  # no gradient reached this unit: it contributes zeros
+            unit.new_bucket()
+        self.ledger.sample(("reduce", self.units.index(unit)))
+        bucket = unit.grad_bucket
+        with self._named(unit, "reducing the gradients of"):
+            shard = self.comm.reduce_scatter(bucket) if self.world > 1 else bucket.clone()  # (shard,)
+        unit.grad_shard = shard if unit.grad_shard is None else unit.grad_shard.add_(shard)
+        for p in unit.params:
+            p.grad = None
+        unit.grad_bucket = None
+        unit.pending = -1  # done for this backward
+        if self.stage == 3:
+            self._free(unit)
+
+    @torch.no_grad()
+    def _finish_backward(self) -> None:
+        """When backward ends: stage 0 all-reduces, stage 1 reduce-scatters the kept full
+        gradients; stages 2-3 reduce what no hook has (unused parameters), in the one order."""
+        if self.stage == 3:
+            for j in self._gather_order:  # units this rank's backward never reached
+                if not self.units[j].seen:
+                    self._visit(self.units[j])
+        for u in self.units:
+            if self.stage == 0:
+                if self.world > 1:
+                    with self._named(u, "reducing the gradients of"):
+                        self.comm.all_reduce(u.grad_bucket, inplace=True)
+            elif self.stage == 1:
+                owned = u.grad_bucket[u.lo:u.lo + u.plan.shard]  # (shard,) the owner's slice
+                if self.world > 1:
+                    with self._named(u, "reducing the gradients of"):
+                        owned.copy_(self.comm.reduce_scatter(u.grad_bucket))
+                u.grad_shard = owned
+        if self.stage >= 2:
+            self._reduce_ready(everything=True)
+        self._in_backward = False
+        self._reduced = True
+        self.after_backward = self.ledger.sample("backward end")
+
+    # ---------------------------------------------------------------- the update
+    def _grads(self) -> list[torch.Tensor]:
+        return [u.grad_bucket if self.stage == 0 else u.grad_shard for u in self.units]
+
+    @torch.no_grad()
+    def _all_finite(self) -> bool:
+        """Whether every rank's gradients are free of inf and nan (stage 0: they are the same
+        everywhere; else one 1-element all-reduce of the flags, so every rank decides alike)."""
+        bad = torch.tensor([float(not all(bool(torch.isfinite(g).all()) for g in self._grads()))])
+        if self.stage >= 1 and self.world > 1:
+            bad = self.comm.all_reduce(bad, op="max")
+        return not bool(bad[0])
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """AdamW on each owned shard from the averaged gradient; stages 1-2 then all-gather the
+        updated weights (stage 0 updated them all; stage 3 gathers them when next used). With a
+        loss scaler: a step whose gradients hold an inf or nan on any rank is skipped."""
+        if not self._reduced or any(g is None for g in self._grads()):
+            raise RuntimeError("step() before backward(): no gradient to apply")
+        divide = self.world
+        if self.scaler is not None:
+            self.scaler.found_inf = not self._all_finite()
+            divide = self.world * self.scaler.scale_value
+            if self.scaler.found_inf:
+                self.skipped_steps += 1
+        if self.scaler is None or not self.scaler.found_inf:
+            for u in self.units:
+                u.opt.step(u.grad_bucket if self.stage == 0 else u.grad_shard, divide_by=divide)
+            self.ledger.sample("updated")
+            for u in self.units:
+                if self.stage in (1, 2) and self.world > 1:
+                    self.comm.all_gather(u.opt.working.clone(), out=u.buffer.data)
+        for u in self.units:
+            if self.stage <= 1:
+                u.grad_bucket.zero_()
+            u.grad_shard = None
+        if self.scaler is not None:
+            self.scaler.update()
+        self._reduced = False
+        self.ledger.sample("step end")
+
+    @torch.no_grad()
+    def full_parameters(self) -> list[torch.Tensor]:
+        """The fp32 master weights of the whole model, in ``module.parameters()`` order
+        (collective: every rank of the group must call it); a frozen parameter as it is, in fp32."""
+        full = {}
+        for u in self.units:
+            master = u.opt.master
+            flat = self.comm.all_gather(master.contiguous()) if self.stage >= 1 and self.world > 1 else master
+            for p, v in zip(u.params, u.views(flat), strict=True):
+                full[id(p)] = v.view(p.shape).clone()
+        return [full[id(p)] if id(p) in full else p.detach().to(torch.float32, copy=True)
+                for p in self.module.parameters()]
+
+    def remove_hooks(self) -> None:
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
