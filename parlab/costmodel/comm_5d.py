@@ -1,7 +1,7 @@
 """The step-time terms of the 4th and 5th dimensions on one GPU and one micro-batch: the context-
 parallel attention traffic (ring attention's K/V blocks, hidden behind each block's attention, or
-Ulysses' all-to-alls) and an MoE model's expert-parallel all-to-alls (``expert_parallel``'s
-collectives, priced on the EP group's link).
+Ulysses' all-to-alls: the bytes are ``context_parallel``'s) and an MoE model's expert-parallel
+all-to-alls (``expert_parallel``'s collectives), priced on the CP and EP groups' links.
 
 Ring attention (Liu et al. 2023, "Ring Attention with Blockwise Transformers", Sec. 3; Megatron-
 Core's cp_comm_type "p2p"): in each of cp - 1 steps a rank sends its current K/V block to the next
@@ -16,52 +16,44 @@ from __future__ import annotations
 
 from .assumptions import Assumptions
 from .collectives import GroupLink
+from .context_parallel import LayerBytes, ring_attention_bytes, ring_overlap, ulysses_bytes
 from .models import ModelSpec
 from .plan import Plan
 
 
-def cp_layer_bytes(model: ModelSpec, plan: Plan, bytes_per_element: int = 2) -> dict[str, float]:
-    """Bytes one CP rank sends in one layer's forward pass, per micro-batch (the backward sends
-    twice that for the ring, the same for Ulysses). Ring: cp - 1 K/V blocks of 2 b (s/cp) d_kv / t
-    elements (d_kv = kv_heads x d: grouped-query attention sends less). Ulysses: the all-to-alls of
-    Q, K, V (b (s/cp) (h + 2 d_kv) / t elements) and of the output (b (s/cp) h / t), each keeping
-    1 / cp on the rank."""
-    cp, t, b = plan.cp, plan.tp, plan.micro_batch
-    if cp == 1:
-        return {"block": 0.0, "steps": 0, "sent": 0.0}
-    s_cp, h, kv = model.seq_len / cp, model.hidden, model.kv_hidden
+def cp_layer_bytes(model: ModelSpec, plan: Plan, bytes_per_element: int = 2) -> LayerBytes:
+    """Bytes one CP rank sends in one layer for one micro-batch, on its TP shard (h / t, a / t heads):
+    ``context_parallel.ring_attention_bytes`` or ``context_parallel.ulysses_bytes``."""
+    t = plan.tp
+    args = (plan.micro_batch, model.seq_len, model.hidden // t, plan.cp, model.heads // t,
+            (model.kv_heads or model.heads) // t, bytes_per_element)
     if plan.cp_impl == "ring":
-        block = 2 * b * s_cp * kv / t * bytes_per_element
-        return {"block": block, "steps": cp - 1, "sent": (cp - 1) * block}
-    qkv = b * s_cp * (h + 2 * kv) / t * bytes_per_element
-    out = b * s_cp * h / t * bytes_per_element
-    return {"qkv": qkv, "out": out, "steps": 2, "sent": (qkv + out) * (cp - 1) / cp}
+        return ring_attention_bytes(*args)
+    return ulysses_bytes(*args)
 
 
 def cp_micro_batch_time(model: ModelSpec, plan: Plan, layers: int, link: GroupLink, peak: float,
                         a: Assumptions, facts: dict) -> float:
     """Exposed seconds of the CP traffic of ``layers`` layers for one micro-batch (forward,
-    backward, and the forward again with full recompute). Ring: per step max(0, send - compute)
-    exposed, with compute the attention of one (s/cp) x (s/cp) block pair, 4 b (s/cp)^2 h / t
-    FLOPs (Narayanan et al. 2021, Sec. 5.1) at the matmul efficiency. Ulysses: every all-to-all
-    exposed."""
+    backward, and the forward again with full recompute). Ring: each of the cp - 1 forward steps
+    exposes ``context_parallel.ring_overlap``'s max(0, send - attention of the block) at the
+    matmul efficiency; a backward step sends K, V and dK, dV beside twice the compute, and the
+    last dK, dV hop home is exposed. Ulysses: its four all-to-alls per pass (Q, K, V in, O out),
+    each (cp - 1) alpha + (cp - 1)/cp of its buffer / B, none hidden."""
     cp, t, b = plan.cp, plan.tp, plan.micro_batch
     bpe = 4 if plan.dtype == "fp32" else 2
     sent = cp_layer_bytes(model, plan, bpe)
     facts["cp_bytes"] = sent
-    if cp == 1:
-        facts["t_cp_send"] = facts["t_cp_block"] = 0.0
-        return 0.0
     forward_passes = 2 if plan.recompute == "full" else 1
     if plan.cp_impl == "ring":
-        send = link.time("p2p", sent["block"], 2)
-        block = 4 * b * (model.seq_len / cp) ** 2 * model.hidden / t / (peak * a.matmul_efficiency)
-        facts["t_cp_send"], facts["t_cp_block"] = send, block
-        per_layer = (cp - 1) * (forward_passes * max(0.0, send - block) + max(0.0, 2 * send - 2 * block))
-        return layers * per_layer
-    a2a = link.time("all_to_all", sent["qkv"], cp) + link.time("all_to_all", sent["out"], cp)
-    facts["t_cp_send"], facts["t_cp_block"] = a2a, 0.0
-    return layers * (forward_passes + 1) * a2a
+        step = ring_overlap(b, model.seq_len, model.hidden // t, cp, peak * a.matmul_efficiency, link.latency,
+                            link.bandwidth, model.heads // t, (model.kv_heads or model.heads) // t, bpe)
+        facts["t_cp_send"], facts["t_cp_block"] = step.comm_s, step.compute_s
+        backward = (cp - 1) * max(0.0, 2 * step.comm_s - 2 * step.compute_s) + step.comm_s
+        return layers * (forward_passes * (cp - 1) * step.exposed_s + backward)
+    buffer = sent.forward / 4 * cp / (cp - 1)  # one of the four all-to-alls' input, on average
+    facts["t_cp_send"], facts["t_cp_block"] = 4 * link.time("all_to_all", buffer, cp), 0.0
+    return layers * (forward_passes + 1) * facts["t_cp_send"]
 
 
 def ep_micro_batch_time(model: ModelSpec, plan: Plan, moe_layers: int, link: GroupLink, facts: dict) -> float:

@@ -250,13 +250,13 @@ class Estimate:
         if p.cp > 1 and p.cp_impl == "ring":
             out.append(Term(CP_TERM, tm.cp_comm,
                             f"m {m} x {plural(f['L'], 'layer')} x {p.cp - 1} ring steps x (fwd + 2 x bwd) "
-                            f"max(0, send {human_bytes(f['cp_bytes']['block'], 'MB')} K/V block "
+                            f"max(0, send {human_bytes(f['cp_bytes'].forward / (p.cp - 1), 'MB')} K/V block "
                             f"({human_seconds(f['t_cp_send'])}, {f['where']['cp']}) - attention of one block "
-                            f"({human_seconds(f['t_cp_block'])}))", RING_ATTENTION_SRC))
+                            f"({human_seconds(f['t_cp_block'])})) + the last dK/dV hop", RING_ATTENTION_SRC))
         elif p.cp > 1:
             out.append(Term(CP_TERM, tm.cp_comm,
-                            f"m {m} x {plural(f['L'], 'layer')} x (fwd + bwd) x all-to-all of Q, K, V "
-                            f"({human_bytes(f['cp_bytes']['qkv'], 'MB')}) + of the output over cp={p.cp} "
+                            f"m {m} x {plural(f['L'], 'layer')} x (fwd + bwd) x all-to-alls of Q, K, V and "
+                            f"the output ({human_bytes(f['cp_bytes'].forward, 'MB')} sent) over cp={p.cp} "
                             f"({f['where']['cp']}): {human_seconds(f['t_cp_send'])} per pass, not hidden",
                             ULYSSES_SRC))
         if p.ep > 1:

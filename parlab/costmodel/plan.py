@@ -272,15 +272,19 @@ def check_cp_ep(model: ModelSpec, plan: Plan) -> None:
     rank whole heads of its TP shard (Jacobs et al. 2023, Sec. 3.1: heads % cp); ep needs experts
     and divides their number (each EP rank holds E / ep whole experts); ZeRO-3 of an MoE model is
     not modelled (Megatron-Core shards MoE optimizers ZeRO-1 style)."""
-    s, cp, t = model.seq_len, plan.cp, plan.tp
-    if cp > 1 and plan.cp_impl == "ring" and s % (2 * cp):
-        raise ValueError(f"the load-balanced ring splits the sequence into 2 x cp chunks (rank i holds chunks i "
-                         f"and 2cp-1-i): seq_len {s} is not divisible by 2 x cp = {2 * cp}")
+    from .context_parallel import check_ring, check_ulysses
+
+    cp, t = plan.cp, plan.tp
+    if cp > 1 and plan.cp_impl == "ring":
+        check_ring(model.seq_len, cp)
     if cp > 1 and plan.cp_impl == "ulysses":
-        for what, heads in (("attention heads", model.heads), ("K/V heads", model.kv_heads)):
-            if heads and heads % (t * cp):
-                raise ValueError(f"Ulysses gives each CP rank whole heads of its TP shard: {what} {heads} is not "
-                                 f"divisible by tp x cp = {t} x {cp} = {t * cp} (Jacobs et al. 2023: heads % cp)")
+        kv = model.kv_heads or model.heads
+        if kv % t:
+            raise ValueError(f"tp must divide the K/V heads: {kv} K/V heads are not divisible by tp={t}")
+        try:
+            check_ulysses(model.heads // t, cp, kv // t)
+        except ValueError as err:
+            raise ValueError(f"{err} (the heads of one of tp={t} TP ranks: {model.heads} / {t})") from None
     if plan.ep > 1 and model.moe is None:
         raise ValueError(f"ep={plan.ep} splits experts, and {model.name} is a dense model (no MoE layers)")
     if model.moe is not None:
