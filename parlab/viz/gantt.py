@@ -65,7 +65,7 @@ def plot_gantt(ax, timeline: Timeline, title: str | None = None, unit: str = "ti
     names = dict(KIND_NAMES, B="backward (input grad)" if "W" in kinds else "backward")
     handles = [Patch(facecolor=COLORS[k], label=names[k]) for k in kinds]
     handles += [Patch(facecolor="#999999", edgecolor="white", hatch=HATCHES[c % len(HATCHES)],
-                      label=f"chunk {c}") for c in range(sched.v if sched.v > 1 else 0)]
+                      label=chunk_label(sched, c)) for c in range(sched.v if sched.v > 1 else 0)]
     handles.append(Patch(facecolor=IDLE, label="idle"))
     ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(handles),
               fontsize=FONT, frameon=False, borderaxespad=0.2, handlelength=1.2,
@@ -74,6 +74,13 @@ def plot_gantt(ax, timeline: Timeline, title: str | None = None, unit: str = "ti
     ax.set_title(f"{head}: p={p}, m={sched.m}, bubble {float(timeline.bubble_fraction):.1%}",
                  fontsize=FONT + 1, loc="left", pad=22)
     return boxes
+
+
+def chunk_label(sched, c: int) -> str:
+    """The legend's name of chunk c: where it runs for the V and DualPipe placements."""
+    p = sched.p
+    ways = {"v": ("down", "back up"), "dual": (f"rank 0\u2192{p - 1}", f"rank {p - 1}\u21920")}
+    return f"chunk {c}" + (f" ({ways[sched.placement][c]})" if sched.placement in ways else "")
 
 
 def _digit_px(dpi: float) -> float:
