@@ -28,6 +28,7 @@ def test_capacity_is_the_switch_formula_with_k_assignments_per_token():
     assert expert_capacity(64, SWITCH) == 20
     assert expert_capacity(100, MoESpec(8, 2, 64)) == 100  # dropless: at most every token
     assert dispatch_rows(64, SWITCH) == 8 * 20 and dispatch_rows(64, MoESpec(8, 2, 64)) == 128
+    assert dispatch_rows(64, MoESpec(8, 2, 64), fixed_shape=True) == 8 * 64  # padded to C = T
 
 
 def test_all_to_all_bytes_are_four_buffers_less_the_block_kept():

@@ -18,8 +18,8 @@ expert got fewer than C tokens and dropping the tokens beyond C; a dropless one 
 Megatron-Core without a capacity factor) sends each token's k copies, T k rows, in splits that
 vary with the routing (their expected size under uniform routing is what is priced).
 
-``parlab.parallel`` runs the capacity-bound layer on CPU processes; its measured all-to-all bytes
-equal ``all_to_all_bytes_per_layer``. Pure Python.
+``parlab.parallel.expert_parallel`` runs the fixed-shape layer on CPU processes; its measured
+all-to-all bytes equal ``all_to_all_bytes_per_layer(..., fixed_shape=True)``. Pure Python.
 """
 
 from __future__ import annotations
@@ -110,14 +110,19 @@ def expert_capacity(tokens: int, moe: MoESpec) -> int:
     return math.ceil(moe.capacity_factor * tokens * moe.top_k / moe.num_experts)
 
 
-def dispatch_rows(tokens: int, moe: MoESpec) -> int:
+def dispatch_rows(tokens: int, moe: MoESpec, fixed_shape: bool = False) -> int:
     """Rows (tokens of h elements) one rank puts into one all-to-all: the padded E x C buffer of a
-    capacity-bound layer, or the T k copies of a dropless one."""
-    return moe.num_experts * expert_capacity(tokens, moe) if not moe.dropless else tokens * moe.top_k
+    capacity-bound layer, or the T k copies of a dropless one. ``fixed_shape``: the buffer is
+    always E x C, as GShard's einsum dispatch and parlab's runtime (equal all-to-all blocks) run
+    it, so a dropless layer pads every expert to C = T slots: E T rows, E/k times T k."""
+    boolean("fixed_shape", fixed_shape)
+    if moe.dropless and not fixed_shape:
+        return tokens * moe.top_k
+    return moe.num_experts * expert_capacity(tokens, moe)
 
 
 def ep_layer_collectives(tokens: int, hidden: int, moe: MoESpec, ep: int,
-                         recompute: str = "none") -> tuple[Collective, ...]:
+                         recompute: str = "none", fixed_shape: bool = False) -> tuple[Collective, ...]:
     """The all-to-alls of one MoE layer on one micro-batch of T tokens per rank, in the
     convention of ``tensor_parallel.tp_layer_collectives``: 2 forward (dispatch to the experts'
     ranks, combine back), 2 backward (the gradients retrace both; GShard, Sec. 3.2), 2 more when
@@ -130,7 +135,7 @@ def ep_layer_collectives(tokens: int, hidden: int, moe: MoESpec, ep: int,
     check_ep(moe, ep)
     if ep == 1:
         return ()
-    n = dispatch_rows(tokens, moe) * hidden
+    n = dispatch_rows(tokens, moe, fixed_shape) * hidden
     phases = ["forward", "backward"] + (["recompute"] if recompute == "full" else [])
     what = {"backward": "gradients of combine and dispatch"}
     return tuple(Collective(ph, "all_to_all", 2, n, ep, what.get(ph, "dispatch and combine"))
@@ -138,16 +143,17 @@ def ep_layer_collectives(tokens: int, hidden: int, moe: MoESpec, ep: int,
 
 
 def all_to_all_bytes_per_layer(tokens: int, hidden: int, moe: MoESpec, ep: int,
-                               bytes_per_element: float = 2, recompute: str = "none") -> float:
+                               bytes_per_element: float = 2, recompute: str = "none",
+                               fixed_shape: bool = False) -> float:
     """Bytes one rank sends (and receives) in one MoE layer's all-to-alls for one micro-batch:
     4 x (ep - 1)/ep x rows x h x bytes (6 x with full recomputation): each all-to-all keeps 1/ep
     of the buffer on the rank and sends the rest, one block to each peer (``alphabeta.traffic``
     of the pairwise exchange, Thakur et al. 2005, Sec. 4.6). Exact for a capacity-bound layer,
-    the uniform-routing expectation for a dropless one."""
+    the uniform-routing expectation for a dropless one (exact again with ``fixed_shape``)."""
     positive("bytes_per_element", bytes_per_element)
     return sum(c.count * alphabeta.traffic("all_to_all", "pairwise", c.ranks,
                                            c.elements * bytes_per_element)[0]
-               for c in ep_layer_collectives(tokens, hidden, moe, ep, recompute))
+               for c in ep_layer_collectives(tokens, hidden, moe, ep, recompute, fixed_shape))
 
 
 def check_ep(moe: MoESpec, ep: int) -> int:
