@@ -14,6 +14,7 @@ per dimension, beside the shared pieces every strategy is tested against.
                          cross-entropy, sequence parallelism, TensorParallelGPT (chapter 05)
     pipeline_parallel/   stages, the executor of any parlab.schedules schedule, torch's twin (chapter 04)
     zero/                ZeRO stages 0-3: shard plan, units, offload, measured vs modelled (chapter 07)
+    context_parallel/    ring attention and DeepSpeed-Ulysses over a split sequence (chapter 13)
     expert_parallel/     MoE: top-k routing with capacity, aux loss, experts over the EP ranks,
                          all-to-all dispatch and combine (chapter 13)
     trainer/             train_3d (DP x TP x PP, ZeRO-1), its prediction, report and checkpoints (chapter 08)
@@ -22,6 +23,13 @@ per dimension, beside the shared pieces every strategy is tested against.
 runs ``trainer.train_3d``.
 """
 
+from .context_parallel import (
+    CPSetting,
+    RingWork,
+    ring_attention,
+    run_context_parallel,
+    ulysses_attention,
+)
 from .data_parallel import DistributedDataParallel, bucket_plan
 from .dataset import VOCAB, VOCAB_SIZE, batches, corpus, decode, encode
 from .expert_parallel import (
@@ -96,6 +104,7 @@ __all__ = [
     "ZeroDataParallel", "ShardOptimizer", "ShardPlan", "shard_plan", "zero_memory_rows",
     "zero_traffic_rows",
     "RankReport", "TrainPlan", "train_3d",
+    "CPSetting", "RingWork", "ring_attention", "run_context_parallel", "ulysses_attention",
     "ExpertParallelMoE", "MoE", "MoEGPT", "drops_vs_capacity", "expert_parallel",
     "expert_parallel_step", "finalize_grads", "train_expert_parallel",
 ]

@@ -1,0 +1,149 @@
+"""Context parallelism (``parlab.parallel.context_parallel``): ring attention (load-balanced and
+naive causal splits) and DeepSpeed-Ulysses equal serial causal attention, outputs and gradients,
+on 2 and 4 ranks of both backends; every rank sends exactly the bytes
+``parlab.costmodel.context_parallel`` predicts, and does the attention work it predicts."""
+
+import math
+
+import pytest
+import torch
+
+from parlab.comm import launch
+from parlab.costmodel import get_model
+from parlab.costmodel.context_parallel import (
+    activation_bytes_per_gpu,
+    causal_pairs,
+    causal_work,
+    check_ulysses,
+    comparison_rows,
+    imbalance,
+    megatron_sp_bytes,
+    rank_chunks,
+    rank_positions,
+    ring_attention_bytes,
+    ring_overlap,
+    ulysses_bytes,
+)
+from parlab.costmodel.memory import activation_bytes_per_layer
+from parlab.parallel.context_parallel import (
+    CPResult,
+    CPSetting,
+    block_state,
+    cp_worker,
+    merge,
+    shard_sequence,
+    unshard_sequence,
+)
+from parlab.parallel.model import causal_attention
+
+pytestmark = pytest.mark.usefixtures("warm_launches")  # launch runs on warm ranks (conftest)
+
+TOL = 1e-5  # float32: |parallel - serial| of outputs and gradients (measured: <= 1e-6)
+
+
+# -- the pure model ------------------------------------------------------------------------------
+@pytest.mark.parametrize("cp", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("balanced", [False, True])
+def test_every_position_is_held_by_exactly_one_rank(cp, balanced):
+    s = 4 * cp
+    held = sorted(p for r in range(cp) for p in rank_positions(s, r, cp, balanced))
+    assert held == list(range(s))
+    assert rank_chunks(0, cp, balanced) == ((0, 2 * cp - 1) if balanced else (0,))
+
+
+@pytest.mark.parametrize("cp", [2, 3, 4, 8])
+def test_the_balanced_split_gives_every_rank_the_same_causal_work(cp):
+    s = 4 * cp
+    naive, balanced = causal_work(s, cp, False), causal_work(s, cp, True)
+    assert naive == tuple((r + 1) * (s // cp) ** 2 for r in range(cp))  # rank r: r + 1 blocks
+    assert balanced == (((2 * cp + 1) * (s // (2 * cp)) ** 2),) * cp
+    assert imbalance(balanced) == 1.0 and imbalance(naive) == pytest.approx(2 * cp / (cp + 1))
+    # every unmasked (query, key) pair is computed exactly once over the ranks
+    for bal in (False, True):
+        c = s // (2 * cp if bal else cp)
+        pairs = [(q, k) for r in range(cp) for j in range(cp)
+                 for q, k, _ in causal_pairs(rank_chunks(r, cp, bal), rank_chunks(j, cp, bal))]
+        diag = sum(1 for r in range(cp) for j in range(cp)
+                   for _, _, d in causal_pairs(rank_chunks(r, cp, bal), rank_chunks(j, cp, bal)) if d)
+        useful = len(pairs) * c * c - diag * c * (c - 1) // 2
+        assert useful == s * (s + 1) // 2
+
+
+def test_the_byte_formulas_by_hand():
+    b, s, h, a, cp, B = 2, 1024, 512, 8, 4, 2
+    kv = 2 * b * (s // cp) * h * B
+    ring = ring_attention_bytes(b, s, h, cp, a, dtype_bytes=B)
+    assert (ring.forward, ring.backward) == (3 * kv, 3 * kv + 4 * kv)
+    uly = ulysses_bytes(b, s, h, cp, a, dtype_bytes=B)
+    assert uly.forward == uly.backward == 4 * b * s * h * B * (cp - 1) / cp**2  # Jacobs et al.: 4Nh/P
+    sp = megatron_sp_bytes(b, s, h, cp, B)
+    assert sp.forward == sp.backward == 4 * (cp - 1) / cp * b * s * h * B
+    gqa = ring_attention_bytes(b, s, h, cp, a, n_kv_head=2, dtype_bytes=B)
+    assert gqa.forward == ring.forward / 4
+
+
+def test_ulysses_needs_cp_to_divide_the_heads_in_one_line():
+    with pytest.raises(ValueError, match=r"n_head % cp == 0 .*n_head=6, cp=4"):
+        check_ulysses(6, 4)
+    with pytest.raises(ValueError, match="n_head=6, cp=4"):
+        CPSetting("ulysses", cp=4, heads=6)
+    with pytest.raises(ValueError, match=r"seq_len % 2\*cp == 0"):
+        CPSetting("ring", cp=4, seq_len=12)
+    rows, _ = comparison_rows(get_model("llama-7b"), 1, 64)
+    assert "n_head % cp == 0" in rows[1][3]  # Ulysses at cp 64 > 32 heads: says why
+
+
+def test_activation_memory_is_divided_by_the_degree_for_all_three():
+    m = get_model("llama-7b")
+    whole = activation_bytes_per_layer(m, 1)
+    for method in ("ring", "ulysses", "megatron-sp"):
+        assert activation_bytes_per_gpu(method, m, 1, 8) == pytest.approx(whole / 8)
+
+
+def test_ring_overlap_hides_the_transfer_only_for_large_blocks():
+    fast = dict(flops_per_s=400e12, alpha=5e-6, bandwidth=50e9)  # one GPU, one link
+    assert not ring_overlap(1, 8192, 4096, 8, **fast).hidden  # 1k-token blocks: exposed
+    assert ring_overlap(1, 131072, 4096, 8, **fast).hidden  # 16k-token blocks: hidden
+
+
+# -- blockwise attention, one process ------------------------------------------------------------
+def test_merging_block_states_equals_softmax_attention_over_all_keys():
+    gen = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 3, 8, 4, generator=gen, dtype=torch.float64) for _ in range(3))
+    ref = causal_attention(q, k, v)[..., 4:, :]  # rows 4..7 against keys 0..7
+    first = block_state(q[..., 4:, :], k[..., :4, :], v[..., :4, :], diagonal=False)
+    second = block_state(q[..., 4:, :], k[..., 4:, :], v[..., 4:, :], diagonal=True)
+    for state in (merge(first, second), merge(second, first), merge(None, merge(first, second))):
+        assert (state.output() - ref).abs().max() < 1e-12
+    lse = torch.logsumexp((q[..., 4:, :] @ k.transpose(-2, -1) / math.sqrt(4)).masked_fill(
+        torch.ones(4, 8, dtype=torch.bool).triu(5), float("-inf")), dim=-1)
+    assert (merge(first, second).lse() - lse).abs().max() < 1e-12
+
+
+@pytest.mark.parametrize("balanced", [False, True])
+def test_shard_and_unshard_are_inverse(balanced):
+    x = torch.arange(2 * 16 * 3).view(2, 16, 3).transpose(0, 1)  # (16, 2, 3): sequence on dim 0
+    parts = [shard_sequence(x, r, 4, balanced, dim=0) for r in range(4)]
+    assert torch.equal(unshard_sequence(parts, balanced, dim=0), x)
+
+
+# -- live runs -----------------------------------------------------------------------------------
+SETTINGS = [("ring", True), ("ring", False), ("ulysses", False)]
+
+
+@pytest.mark.parametrize("backend", ["local", "torch"])
+@pytest.mark.parametrize("cp", [2, 4])
+def test_context_parallel_attention_equals_serial_and_sends_the_predicted_bytes(backend, cp):
+    for method, balanced in SETTINGS:
+        setting = CPSetting(method, cp=cp, balanced=balanced)
+        result = CPResult(setting, backend, launch(cp_worker, cp, setting, backend=backend))
+        assert result.max_error <= TOL, (method, balanced, [r.errors for r in result.ranks])
+        p = result.predicted
+        counted = backend == "local" or method == "ring"  # torch's native all-to-all: nominal, 1 call
+        for r in result.ranks:
+            assert r.sent["forward"][0] == p.forward and r.sent["backward"][0] == p.backward, (method, r.rank)
+            if counted:
+                assert (r.sent["forward"][1], r.sent["backward"][1]) == (p.messages_forward,
+                                                                        p.messages_backward)
+        if method == "ring":
+            assert result.work() == result.predicted_work() == causal_work(16, cp, balanced)
