@@ -21,10 +21,10 @@ and weight gradients: ``Costs.b + Costs.w`` here) and a weight-gradient backward
 two mutually overlapped chunks (``Costs.fb``); PP stages (DualPipeV: PP = 2p chunks):
 
     schedule    bubble                     parameters   activations
-    1F1B        (p - 1)(F + B)             1x           p
-    ZB1P        (p - 1)(F + B - 2W)        1x           p
-    DualPipe    (p/2 - 1)(F&B + B - 3W)    2x           p + 1
-    DualPipeV   the same, on PP/2 devices  2x           p + 1
+    1F1B        (PP - 1)(F + B)            1x           PP
+    ZB1P        (PP - 1)(F + B - 2W)       1x           PP
+    DualPipe    (PP/2 - 1)(F&B + B - 3W)   2x           PP + 1
+    DualPipeV   the same, on PP/2 devices  2x           PP + 1
 
 The simulator reproduces the table: the memory columns exactly (``params_per_rank``;
 ``peak_activations``: p + 1 stages on every rank, p + 1 half-stage chunks for DualPipeV), the
