@@ -180,3 +180,13 @@ def test_the_gantt_draws_them_beside_1f1b_and_names_the_directions():
         assert len(boxes) == sum(len(ops) for ops in sched.stages)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "chunk 0 (rank 0\u21923)" in labels and "chunk 1 (rank 3\u21920)" in labels
+
+
+def test_bubble_curves_draw_the_v_schedules_where_their_rules_allow():
+    from parlab.schedules import bubble_curves
+    from parlab.viz.gantt import bubble_figure
+
+    curves = bubble_curves(4, [4, 8, 9, 12], names=("1f1b", "zb-v", "dualpipe", "dualpipe-v"))
+    assert [m for m, _ in curves["dualpipe"]] == [8, 12] and [m for m, _ in curves["dualpipe-v"]] == [8, 9, 12]
+    assert all(b < o for (_, b), (_, o) in zip(curves["dualpipe"], curves["1f1b"][1::2], strict=False))
+    assert len(bubble_figure(4, [8, 12], names=("1f1b", "zb-v", "dualpipe")).axes[0].lines) == 3

@@ -22,7 +22,7 @@ from .asynchronous import (
     tradeoff_text,
     weight_versions,
 )
-from .compare import SCHEDULE_LABELS, SCHEDULES, V_SCHEDULES, bubble_curves, make_schedule
+from .compare import SCHEDULE_LABELS, SCHEDULES, V_SCHEDULES, allows, bubble_curves, make_schedule
 from .dualpipe import dualpipe, dualpipe_v
 from .ops import KINDS, PLACEMENTS, WEIGHT_POLICIES, Op, Schedule
 from .simulate import Costs, Timeline, peak_activations, peak_chunks_in_flight, simulate
@@ -36,5 +36,5 @@ __all__ = [
     "execution_order", "gpipe", "interleaved_1f1b", "make_schedule", "naive", "one_f_one_b",
     "peak_activations", "peak_chunks_in_flight", "pipedream", "pipedream_2bw", "simulate",
     "tradeoff", "tradeoff_text", "validate", "weight_versions", "zero_bubble_h1",
-    "PLACEMENTS", "V_SCHEDULES", "dualpipe", "dualpipe_v", "unit_order", "zero_bubble_v",
+    "PLACEMENTS", "V_SCHEDULES", "allows", "dualpipe", "dualpipe_v", "unit_order", "zero_bubble_v",
 ]

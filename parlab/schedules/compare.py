@@ -34,18 +34,29 @@ def make_schedule(name: str, p: int, m: int = 1, v: int = 2) -> Schedule:
     return makers[key]()
 
 
+def allows(name: str, p: int, m: int) -> bool:
+    """Whether schedule ``name`` runs p stages with m micro-batches (the generators' rules)."""
+    key = str(name).lower().replace("_", "-")
+    if key == "interleaved":
+        return m % p == 0
+    if key == "dualpipe":
+        return p % 2 == 0 and m % 2 == 0 and m >= 2 * p
+    return m >= 2 * p if key == "dualpipe-v" else True
+
+
 def bubble_curves(p: int, ms: Iterable[int], v: int = 2, costs: Costs | None = None,
                   names: Iterable[str] = ("gpipe", "1f1b", "interleaved", "zb-h1"),
                   ) -> dict[str, list[tuple[int, Fraction]]]:
     """Per schedule name, [(m, simulated bubble fraction), ...] for each m in ``ms``.
 
-    ``interleaved`` keeps only the m that are multiples of p (Megatron's rule).
+    Each keeps only the m its rules allow (``allows``): multiples of p for ``interleaved``
+    (Megatron's rule), m >= 2p for DualPipeV and DualPipe (even m and p for DualPipe).
     """
     p, v = check_count("p (pipeline stages)", p), check_count("v (model chunks per stage)", v)
     ms = [check_count("m (micro-batches)", m) for m in ms]
     curves = {}
     for name in names:
-        keep = [m for m in ms if name != "interleaved" or m % p == 0]
+        keep = [m for m in ms if allows(name, p, m)]
         curves[name] = [(m, simulate(make_schedule(name, p, m, v), costs).bubble_fraction)
                         for m in keep]
     return curves

@@ -18,7 +18,8 @@ from .figures import new_figure
 COLORS = {"F": "#4c72b0", "B": "#dd8452", "W": "#55a868"}
 KIND_NAMES = {"F": "forward", "B": "backward", "W": "weight gradient"}
 SCHEDULE_COLORS = {"naive": "#7f7f7f", "gpipe": "#c44e52", "1f1b": "#4c72b0",
-                   "interleaved": "#8172b3", "zb-h1": "#55a868"}
+                   "interleaved": "#8172b3", "zb-h1": "#55a868", "zb-v": "#64b5cd",
+                   "dualpipe": "#ccb974", "dualpipe-v": "#8c613c"}
 TRADEOFF_COLORS = {"GPipe": SCHEDULE_COLORS["gpipe"], "PipeDream-Flush (1F1B)": SCHEDULE_COLORS["1f1b"],
                    "PipeDream": "#937860", "PipeDream-2BW": "#da8bc3"}
 IDLE = "#e8e8e8"
@@ -137,10 +138,11 @@ def plot_bubble_vs_m(ax, p: int, ms: Iterable[int], v: int = 2, costs: Costs | N
 
 
 def bubble_figure(p: int, ms: Iterable[int], v: int = 2, costs: Costs | None = None,
-                  width: float = 6.0, height: float = 3.4):
-    """A Figure with ``plot_bubble_vs_m``."""
+                  width: float = 6.0, height: float = 3.4,
+                  names: Iterable[str] = ("gpipe", "1f1b", "interleaved", "zb-h1")):
+    """A Figure with ``plot_bubble_vs_m`` (``names``: the schedules drawn)."""
     fig = new_figure(width, height, left=0.11, right=0.97, bottom=0.15, top=0.9)
-    plot_bubble_vs_m(fig.add_subplot(), p, ms, v, costs)
+    plot_bubble_vs_m(fig.add_subplot(), p, ms, v, costs, names)
     return fig
 
 
