@@ -57,9 +57,19 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter(11, "practice", "Practice: inference speed, multi-node bandwidth, launching runs",
             ("4.1", "4.2", "4.3", "4.4", "4.5")),
     Chapter(12, "interview_drill", "Interview drill", ()),
+    Chapter(13, "beyond_3d", "Long context and mixture of experts: the 4th and 5th dimensions", ()),
     Chapter(14, "derivations", "Derivations: activations, FLOPs, MFU, ZeRO, TP bytes, three inequalities", ()),
     Chapter(15, "how_true_the_numbers_are", "How true the numbers are: the cost model against published runs", ()),
 )
+
+#: the chapter beyond the guide (context and expert parallelism, DualPipe): it answers no guide
+#: question of its own; its drill cards (``parlab.drill.BEYOND``) cite it
+BEYOND = "beyond_3d"
+
+
+def beyond_chapter() -> Chapter:
+    """The chapter beyond the guide (``BEYOND``)."""
+    return next(c for c in CHAPTERS if c.slug == BEYOND)
 
 #: guide section -> the question, paraphrased in English
 GUIDE_QUESTIONS: dict[str, str] = {
@@ -385,5 +395,6 @@ def readme_table() -> str:
     """The README's chapter table (markdown), generated from ``CHAPTERS``; a test keeps the README
     equal to it."""
     lines = ["| # | chapter | guide sections | notebook |", "|---|---|---|---|"]
-    lines += [f"| {c.number:02d} | {c.title} | {compact_sections(c.sections)} | `course/{c.file}` |" for c in CHAPTERS]
+    lines += [f"| {c.number:02d} | {c.title} | {'beyond the guide' if c.slug == BEYOND else compact_sections(c.sections)} "
+              f"| `course/{c.file}` |" for c in CHAPTERS]
     return "\n".join(lines)

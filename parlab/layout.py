@@ -1,20 +1,41 @@
-"""The rank grid of a DP x TP x PP run: each rank's coordinates and its TP, PP and DP groups, and
-how those groups sit on nodes. Plain Python: the cost model (which link a group's collectives use)
-and the runtime (``parlab.parallel.grid``: one sub-communicator per group) share this one layout.
+"""The rank grid of a DP x TP x PP (x CP x EP) run: each rank's coordinates and its TP, CP, DP and
+PP groups, its expert groups (EP and expert-DP), and how those groups sit on nodes. Plain Python:
+the cost model (which link a group's collectives use) and the runtime (``parlab.parallel.grid``:
+one sub-communicator per group) share this one layout.
 
-The order is Megatron-LM's default (``initialize_model_parallel``, "tp-dp-pp" with pp outermost):
-the TP coordinate varies fastest, then DP, then PP, so
+The order is Megatron-Core's (``parallel_state.initialize_model_parallel``, order
+"tp-cp-ep-dp-pp", pp outermost): the TP coordinate varies fastest, then CP, then DP, then PP, so
 
-    rank = tp_rank + tp * (dp_rank + dp * pp_rank)
+    rank = tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank))
 
-A TP group is ``tp`` consecutive ranks (inside a node when ``tp`` divides the GPUs of a node), a
-DP group strides by ``tp``, and a pipeline's stages are ``tp * dp`` ranks apart (across nodes).
+With cp = 1 (the default) this is Megatron-LM's 3D order "tp-dp-pp", and every 3D layout is the
+one it always was. A TP group is ``tp`` consecutive ranks (inside a node when ``tp`` divides the
+GPUs of a node), a CP group strides by ``tp``, a DP group by ``tp * cp``, and a pipeline's stages
+are ``tp * cp * dp`` ranks apart (across nodes). The dense layers' gradients are reduced over the
+DP and CP ranks together (Megatron-Core's "dp-cp" group: CP ranks hold the same weights and see
+different tokens).
+
+Expert parallelism lives inside that data-parallel domain. Megatron-Core builds a second rank
+generator for the MoE layers, order "tp-ep-dp-pp" over the same world (``RankGenerator(tp=etp,
+ep=ep, dp=world / (etp * ep * pp), pp=pp, cp=1)``, with the expert TP size etp = tp by default):
+
+    rank = tp_rank + tp * (ep_rank + ep * (edp_rank + edp * pp_rank)),   edp = dp * cp / ep
+
+so an EP group is ``ep`` ranks strided by ``tp`` (the first ``ep`` of the dp x cp ranks), the
+expert-DP group (``edp``: replicas of the same experts, whose gradients are reduced together)
+strides by ``tp * ep``, and the pipeline groups are the same as the dense grid's. EP must divide
+dp x cp.
 
     grid = Grid(dp=2, tp=4, pp=4)          # the guide's 1.9 figure: 32 workers
     grid.coords(13)                        # Coords(tp=1, dp=1, pp=1)
     grid.group("tp", 13)                   # (12, 13, 14, 15)
     grid.groups("pp")                      # [(0, 8, 16, 24), (1, 9, 17, 25), ...]
     grid.check(world=32, gpus_per_node=8, tp_inside_node=True)
+
+    g5 = Grid(dp=2, tp=2, pp=2, cp=2, ep=4)  # 16 ranks; experts over 4 of the dp x cp = 4 ranks
+    g5.group("cp", 5)                      # (5, 7)
+    g5.group("dp-cp", 5)                   # (1, 3, 5, 7): the dense gradients' all-reduce
+    g5.expert_group("ep", 5)               # (1, 3, 5, 7): the all-to-all of the MoE layers
 """
 
 from __future__ import annotations
@@ -24,9 +45,19 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-#: Megatron-LM's order (initialize_model_parallel): tp varies fastest, then dp, then pp, so a TP
-#: group is consecutive GPUs (inside a node) and a pipeline's stages are tp*dp GPUs apart.
+#: Megatron-LM's 3D order (initialize_model_parallel): tp varies fastest, then dp, then pp, so a TP
+#: group is consecutive GPUs (inside a node) and a pipeline's stages are tp*dp GPUs apart. The
+#: three groups every 3D run builds (``parlab.parallel.grid``).
 ORDER = ("tp", "dp", "pp")
+#: Megatron-Core's order string (``initialize_model_parallel(order="tp-cp-ep-dp-pp")``): the dense
+#: grid is it without ep (tp-cp-dp-pp), the expert grid it without cp (tp-ep-dp-pp, ``EXPERT_DIMS``).
+MEGATRON_CORE_ORDER = "tp-cp-ep-dp-pp"
+#: The dense grid's dimensions, fastest first, and its combined "dp-cp" group.
+DIMS = ("tp", "cp", "dp", "pp")
+GROUPS = (*DIMS, "dp-cp")
+#: The expert grid's own groups: expert parallel and expert data parallel (its tp and pp groups
+#: are the dense grid's).
+EXPERT_DIMS = ("ep", "edp")
 
 
 @dataclass(frozen=True)
@@ -44,35 +75,43 @@ class GroupSpan:
         return self.nodes > 1
 
 
-def rank_of(tp_rank: int, dp_rank: int, pp_rank: int, tp: int, dp: int) -> int:
-    """Global rank of a (tp, dp, pp) coordinate: rank = tp_rank + tp * (dp_rank + dp * pp_rank)."""
-    return tp_rank + tp * (dp_rank + dp * pp_rank)
+def rank_of(tp_rank: int, dp_rank: int, pp_rank: int, tp: int, dp: int, cp_rank: int = 0, cp: int = 1) -> int:
+    """Global rank of a (tp, cp, dp, pp) coordinate:
+    rank = tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank))."""
+    return tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank))
 
 
-def coords(rank: int, tp: int, dp: int) -> tuple[int, int, int]:
-    """(tp_rank, dp_rank, pp_rank) of a global rank: the inverse of ``rank_of``."""
-    return rank % tp, (rank // tp) % dp, rank // (tp * dp)
+def coords(rank: int, tp: int, dp: int, cp: int = 1) -> tuple[int, int, int]:
+    """(tp_rank, dp_rank, pp_rank) of a global rank: the inverse of ``rank_of`` (with cp > 1 the
+    cp_rank is ``(rank // tp) % cp``, ``Grid.coord('cp', rank)``)."""
+    return rank % tp, (rank // (tp * cp)) % dp, rank // (tp * cp * dp)
 
 
-def group_ranks(dim: str, rank: int, tp: int, dp: int, pp: int) -> list[int]:
-    """All ranks in ``rank``'s ``dim`` group ('tp', 'dp' or 'pp'), in group-rank order."""
-    t, d, p = coords(rank, tp, dp)
-    if dim == "tp":
-        return [rank_of(i, d, p, tp, dp) for i in range(tp)]
-    if dim == "dp":
-        return [rank_of(t, i, p, tp, dp) for i in range(dp)]
-    if dim == "pp":
-        return [rank_of(t, d, i, tp, dp) for i in range(pp)]
-    raise ValueError(f"unknown group {dim!r}; allowed: {', '.join(ORDER)}")
+#: (size, stride) of each group of a layout: the group of rank r is r0 + i * stride, i < size
+def _size_stride(dim: str, tp: int, dp: int, pp: int, cp: int = 1, ep: int = 1) -> tuple[int, int]:
+    table = {"tp": (tp, 1), "cp": (cp, tp), "dp": (dp, tp * cp), "pp": (pp, tp * cp * dp),
+             "dp-cp": (dp * cp, tp), "ep": (ep, tp), "edp": (dp * cp // ep, tp * ep)}
+    if dim not in table:
+        raise ValueError(f"unknown group {dim!r}; allowed: {', '.join(table)}")
+    return table[dim]
 
 
-def group_span(dim: str, tp: int, dp: int, pp: int, gpus_per_node: int) -> GroupSpan:
-    """How the ``dim`` groups of a tp x dp x pp layout sit on nodes of ``gpus_per_node`` GPUs
-    (the worst group: the one with the fewest ranks per node, i.e. the most network traffic)."""
-    if dim not in ORDER:
-        raise ValueError(f"unknown group {dim!r}; allowed: {', '.join(ORDER)}")
-    size, stride = {"tp": (tp, 1), "dp": (dp, tp), "pp": (pp, tp * dp)}[dim]
-    per_node, nodes = _span(size, stride, tp * dp * pp, gpus_per_node)
+def group_ranks(dim: str, rank: int, tp: int, dp: int, pp: int, cp: int = 1, ep: int = 1) -> list[int]:
+    """All ranks in ``rank``'s ``dim`` group, in group-rank order: 'tp', 'cp', 'dp', 'pp' and
+    'dp-cp' of the dense grid, 'ep' and 'edp' of the expert grid (Megatron-Core's two
+    ``RankGenerator``s; see the module docstring)."""
+    size, stride = _size_stride(dim, tp, dp, pp, cp, ep)
+    block = size * stride  # each group sits in an aligned block of this many ranks
+    first = rank - rank % block + rank % stride
+    return [first + i * stride for i in range(size)]
+
+
+def group_span(dim: str, tp: int, dp: int, pp: int, gpus_per_node: int, cp: int = 1, ep: int = 1) -> GroupSpan:
+    """How the ``dim`` groups of a tp x cp x dp x pp layout (experts over ``ep`` of the dp x cp
+    ranks) sit on nodes of ``gpus_per_node`` GPUs (the worst group: the one with the fewest ranks
+    per node, i.e. the most network traffic)."""
+    size, stride = _size_stride(dim, tp, dp, pp, cp, ep)
+    per_node, nodes = _span(size, stride, tp * cp * dp * pp, gpus_per_node)
     return GroupSpan(dim, size, per_node, nodes)
 
 
@@ -118,7 +157,8 @@ def _progression(a: int, stride: int, size: int, g: int) -> tuple[int, int]:
 
 
 class Coords(NamedTuple):
-    """A rank's place in the grid: its rank inside its TP, DP and PP groups."""
+    """A rank's place in the 3D grid: its rank inside its TP, DP and PP groups (with cp > 1 its
+    place along CP is ``Grid.coord('cp', rank)``; along EP, ``Grid.coord('ep', rank)``)."""
 
     tp: int
     dp: int
@@ -133,34 +173,52 @@ def _degree(name: str, value: object) -> int:
 
 @dataclass(frozen=True)
 class Grid:
-    """A dp x tp x pp grid of ``world = dp * tp * pp`` ranks in Megatron-LM's order (``ORDER``:
-    tp fastest, then dp, then pp)."""
+    """A dp x tp x pp x cp grid of ``world = dp * tp * pp * cp`` ranks in Megatron-Core's order
+    (tp fastest, then cp, then dp, then pp; with cp = 1 Megatron-LM's ``ORDER``), and its expert
+    grid: experts split over ``ep`` ranks inside the dp x cp ranks of each TP/PP position (the
+    module docstring). ``ep`` must divide dp x cp."""
 
     dp: int = 1
     tp: int = 1
     pp: int = 1
+    cp: int = 1
+    ep: int = 1
 
     def __post_init__(self) -> None:
-        for name in ORDER:
+        for name in ("dp", "tp", "pp", "cp", "ep"):
             _degree(name, getattr(self, name))
+        if (self.dp * self.cp) % self.ep:
+            raise ValueError(f"ep must divide dp x cp (expert parallelism lives inside the data-parallel "
+                             f"ranks, Megatron-Core's expert RankGenerator): ep={self.ep} does not divide "
+                             f"dp={self.dp} x cp={self.cp} = {self.dp * self.cp}")
 
     @classmethod
-    def of(cls, world: int, *, tp: int = 1, pp: int = 1) -> Grid:
-        """The grid of ``world`` ranks with the given tp and pp; dp = world / (tp * pp)."""
+    def of(cls, world: int, *, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1) -> Grid:
+        """The grid of ``world`` ranks with the given tp, pp and cp; dp = world / (tp * pp * cp)."""
         _degree("world", world)
-        _degree("tp", tp)
-        _degree("pp", pp)
-        if world % (tp * pp):
-            raise ValueError(f"tp x pp must divide the world size: tp={tp} x pp={pp} = {tp * pp} does "
-                             f"not divide world={world}")
-        return cls(dp=world // (tp * pp), tp=tp, pp=pp)
+        for name, value in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep)):
+            _degree(name, value)
+        if world % (tp * pp * cp):
+            what = "tp x pp" if cp == 1 else "tp x pp x cp"
+            raise ValueError(f"{what} must divide the world size: tp={tp} x pp={pp}" + (f" x cp={cp}" if cp > 1 else "")
+                             + f" = {tp * pp * cp} does not divide world={world}")
+        return cls(dp=world // (tp * pp * cp), tp=tp, pp=pp, cp=cp, ep=ep)
 
     @property
     def world(self) -> int:
-        return self.dp * self.tp * self.pp
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def edp(self) -> int:
+        """The expert data-parallel degree: dp x cp / ep replicas of each expert."""
+        return self.dp * self.cp // self.ep
 
     def size(self, dim: str) -> int:
-        """The degree of ``dim`` ('tp', 'dp' or 'pp')."""
+        """The degree of ``dim`` ('tp', 'cp', 'dp', 'pp', 'dp-cp', 'ep' or 'edp')."""
+        if dim == "dp-cp":
+            return self.dp * self.cp
+        if dim in EXPERT_DIMS:
+            return getattr(self, dim)
         return getattr(self, _dim(dim))
 
     def _rank_in_range(self, rank: object) -> int:
@@ -170,44 +228,68 @@ class Grid:
 
     def coords(self, rank: int) -> Coords:
         """(tp, dp, pp) coordinates of a global rank."""
-        return Coords(*coords(self._rank_in_range(rank), self.tp, self.dp))
+        return Coords(*coords(self._rank_in_range(rank), self.tp, self.dp, self.cp))
 
-    def rank(self, *, tp: int = 0, dp: int = 0, pp: int = 0) -> int:
-        """The global rank at a coordinate: tp + self.tp * (dp + self.dp * pp)."""
-        for name, value in (("tp", tp), ("dp", dp), ("pp", pp)):
+    def coord(self, dim: str, rank: int) -> int:
+        """``rank``'s coordinate along any group ('tp', 'cp', 'dp', 'pp', 'dp-cp', 'ep', 'edp'): its
+        rank inside that group."""
+        size, stride = self._size_stride(dim)
+        return (self._rank_in_range(rank) // stride) % size
+
+    def rank(self, *, tp: int = 0, dp: int = 0, pp: int = 0, cp: int = 0) -> int:
+        """The global rank at a coordinate: tp + self.tp * (cp + self.cp * (dp + self.dp * pp))."""
+        for name, value in (("tp", tp), ("dp", dp), ("pp", pp), ("cp", cp)):
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < self.size(name):
                 raise ValueError(f"a {name} coordinate of a {self} grid is in 0..{self.size(name) - 1}: "
                                  f"got {name}={value!r}")
-        return rank_of(tp, dp, pp, self.tp, self.dp)
+        return rank_of(tp, dp, pp, self.tp, self.dp, cp, self.cp)
+
+    def _size_stride(self, dim: str) -> tuple[int, int]:
+        if dim not in EXPERT_DIMS:
+            _dim(dim)
+        return _size_stride(dim, self.tp, self.dp, self.pp, self.cp, self.ep)
 
     def group(self, dim: str, rank: int) -> tuple[int, ...]:
-        """The global ranks of ``rank``'s ``dim`` group, in group-rank order (member i has
-        coordinate i along ``dim``)."""
-        return tuple(group_ranks(_dim(dim), self._rank_in_range(rank), self.tp, self.dp, self.pp))
+        """The global ranks of ``rank``'s ``dim`` group of the dense grid ('tp', 'cp', 'dp', 'pp'
+        or 'dp-cp'), in group-rank order (member i has coordinate i along ``dim``)."""
+        return tuple(group_ranks(_dim(dim), self._rank_in_range(rank), self.tp, self.dp, self.pp, self.cp,
+                                 self.ep))
+
+    def expert_group(self, dim: str, rank: int) -> tuple[int, ...]:
+        """The global ranks of ``rank``'s group of the expert grid: 'ep' (the ranks that split the
+        experts: the all-to-all of a MoE layer) or 'edp' (the replicas of the same experts, whose
+        gradients are reduced together), in group-rank order."""
+        return tuple(group_ranks(_expert_dim(dim), self._rank_in_range(rank), self.tp, self.dp, self.pp,
+                                 self.cp, self.ep))
 
     def groups(self, dim: str) -> list[tuple[int, ...]]:
-        """Every ``dim`` group of the grid (world / size(dim) of them), by their lowest rank."""
-        dim = _dim(dim)
-        return [self.group(dim, r) for r in range(self.world) if getattr(self.coords(r), dim) == 0]
+        """Every ``dim`` group of the grid (world / size(dim) of them), by their lowest rank; the
+        expert grid's 'ep' and 'edp' groups too."""
+        member = self.expert_group if dim in EXPERT_DIMS else self.group
+        return [member(dim, r) for r in range(self.world) if self.coord(dim, r) == 0]
 
     def span(self, dim: str, gpus_per_node: int) -> GroupSpan:
-        """How the ``dim`` groups sit on nodes of ``gpus_per_node`` GPUs (the worst group)."""
-        return group_span(_dim(dim), self.tp, self.dp, self.pp, _degree("gpus_per_node", gpus_per_node))
+        """How the ``dim`` groups (any of ``GROUPS`` or ``EXPERT_DIMS``) sit on nodes of
+        ``gpus_per_node`` GPUs (the worst group)."""
+        if dim not in EXPERT_DIMS:
+            _dim(dim)
+        return group_span(dim, self.tp, self.dp, self.pp, _degree("gpus_per_node", gpus_per_node), self.cp,
+                          self.ep)
 
     def pipeline_neighbours(self, rank: int) -> tuple[int | None, int | None]:
         """Global ranks of the previous and next pipeline stage of ``rank`` (None at the ends)."""
-        c = self.coords(rank)
-        prev = self.rank(tp=c.tp, dp=c.dp, pp=c.pp - 1) if c.pp > 0 else None
-        nxt = self.rank(tp=c.tp, dp=c.dp, pp=c.pp + 1) if c.pp < self.pp - 1 else None
-        return prev, nxt
+        stages = self.group("pp", rank)
+        i = self.coord("pp", rank)
+        return (stages[i - 1] if i > 0 else None), (stages[i + 1] if i < self.pp - 1 else None)
 
     def check(self, *, world: int | None = None, gpus_per_node: int | None = None,
               tp_inside_node: bool = False) -> Grid:
-        """This grid, or ValueError naming the rule: dp x tp x pp must equal ``world``; with
+        """This grid, or ValueError naming the rule: dp x tp x pp (x cp) must equal ``world``; with
         ``tp_inside_node``, no TP group may span two nodes of ``gpus_per_node`` GPUs."""
         if world is not None and self.world != world:
-            raise ValueError(f"dp x tp x pp must equal the world size: dp={self.dp} x tp={self.tp} x "
-                             f"pp={self.pp} = {self.world}, world size {world}")
+            cp = f" x cp={self.cp}" if self.cp > 1 else ""
+            raise ValueError(f"dp x tp x pp{' x cp' if cp else ''} must equal the world size: dp={self.dp} x "
+                             f"tp={self.tp} x pp={self.pp}{cp} = {self.world}, world size {world}")
         if tp_inside_node:
             if gpus_per_node is None:
                 raise ValueError("tp_inside_node=True needs gpus_per_node (how many GPUs a node has)")
@@ -219,18 +301,27 @@ class Grid:
         return self
 
     def __str__(self) -> str:
-        return f"dp={self.dp} x tp={self.tp} x pp={self.pp}"
+        extra = (f" x cp={self.cp}" if self.cp > 1 else "") + (f" (ep={self.ep})" if self.ep > 1 else "")
+        return f"dp={self.dp} x tp={self.tp} x pp={self.pp}{extra}"
 
 
 def _dim(dim: object) -> str:
-    if dim not in ORDER:
-        raise ValueError(f"unknown group {dim!r}; allowed: {', '.join(ORDER)}")
+    if dim not in GROUPS:
+        hint = " (an expert group: Grid.expert_group)" if dim in EXPERT_DIMS else ""
+        raise ValueError(f"unknown group {dim!r}; allowed: {', '.join(GROUPS)}{hint}")
     return dim  # type: ignore[return-value]
 
 
-def make_grid(world: int, *, dp: int | None = None, tp: int = 1, pp: int = 1,
+def _expert_dim(dim: object) -> str:
+    if dim not in EXPERT_DIMS:
+        raise ValueError(f"unknown expert group {dim!r}; allowed: {', '.join(EXPERT_DIMS)} (the dense "
+                         f"grid's groups: Grid.group)")
+    return dim  # type: ignore[return-value]
+
+
+def make_grid(world: int, *, dp: int | None = None, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1,
               gpus_per_node: int | None = None, tp_inside_node: bool = False) -> Grid:
-    """The grid of ``world`` ranks, checked: dp defaults to world / (tp * pp); a given dp must
-    make dp x tp x pp equal ``world``; ``tp_inside_node`` also checks TP groups stay in a node."""
-    grid = Grid.of(world, tp=tp, pp=pp) if dp is None else Grid(dp=dp, tp=tp, pp=pp)
+    """The grid of ``world`` ranks, checked: dp defaults to world / (tp * pp * cp); a given dp must
+    make dp x tp x pp x cp equal ``world``; ``tp_inside_node`` also checks TP groups stay in a node."""
+    grid = Grid.of(world, tp=tp, pp=pp, cp=cp, ep=ep) if dp is None else Grid(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep)
     return grid.check(world=world, gpus_per_node=gpus_per_node, tp_inside_node=tp_inside_node)

@@ -9,6 +9,7 @@ this module prices them on a group's link:
     ring all-gather           (n-1) alpha  + (n-1)/n  * S/B     (S = the gathered output)
     ring reduce-scatter       (n-1) alpha  + (n-1)/n  * S/B     (S = the full input)
     ring broadcast            (n-1) alpha  + S/B                (a pipelined chain)
+    pairwise all-to-all       (n-1) alpha  + (n-1)/n  * S/B     (S = one rank's buffer; Thakur et al. Sec. 4.6)
     double binary tree AR     2 ceil(log2 n) alpha + 2 S/B      (NCCL's "Tree", pipelined)
 
 The factors 2(n-1)/n and (n-1)/n are nccl-tests' "bus bandwidth" factors (``alphabeta.bus_factor``).
@@ -27,7 +28,7 @@ from . import alphabeta
 from .alphabeta import bus_factor  # noqa: F401 - re-exported as parlab.costmodel.bus_factor
 from .cluster import Cluster
 
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "p2p")
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "p2p", "all_to_all")
 ALGORITHMS = ("ring", "double_binary_tree", "auto")
 
 
@@ -37,12 +38,14 @@ def _priced(op: str, algorithm: str, nbytes: float, n: int, bandwidth: float, la
 
 
 def ring_time(op: str, nbytes: float, n: int, bandwidth: float, latency: float) -> float:
-    """Seconds for a ring collective (Thakur et al. 2005): steps x alpha + factor x S / B."""
+    """Seconds for a ring collective (Thakur et al. 2005): steps x alpha + factor x S / B (an
+    all-to-all: the pairwise exchange, n - 1 steps of one block each)."""
     if op not in OPS:
         raise ValueError(f"unknown collective {op!r}; allowed: {', '.join(OPS)}")
     if n <= 1 or nbytes <= 0:
         return 0.0
-    return _priced(op, "direct" if op == "p2p" else "ring", nbytes, n, bandwidth, latency)
+    algorithm = {"p2p": "direct", "all_to_all": "pairwise"}.get(op, "ring")
+    return _priced(op, algorithm, nbytes, n, bandwidth, latency)
 
 
 def tree_time(op: str, nbytes: float, n: int, bandwidth: float, latency: float) -> float:

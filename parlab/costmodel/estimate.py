@@ -21,13 +21,16 @@ from .plan_memory import (
     stage_memory,
     zero3_gathered_params,
 )
-from .step_time import StepTime, step_flops, step_time
+from .step_time import CP_TERM, EP_TERM, StepTime, step_flops, step_time
 
 ZERO_SRC = "Rajbhandari et al. 2020 (ZeRO), Fig. 1 / Sec. 5"
 TABLE2_SRC = "Korthikanti et al. 2022, Table 2 and Sec. 4.2.3"
 EQ3_SRC = "Narayanan et al. 2021, Eq. 3 / Sec. 5.1"
 RING_SRC = "Thakur et al. 2005; nccl-tests PERFORMANCE.md"
 GRAD_SRC = "DeepSpeed stage_1_and_2.py / stage3.py fp32 gradient partition; Megatron-LM main_grad"
+RING_ATTENTION_SRC = "Liu et al. 2023 (Ring Attention), Sec. 3; Megatron-Core cp_comm_type p2p"
+ULYSSES_SRC = "Jacobs et al. 2023 (DeepSpeed-Ulysses), Sec. 3.1"
+EP_SRC = "Lepikhin et al. 2020 (GShard), Sec. 3.2; Megatron-Core MoEAlltoAllTokenDispatcher"
 
 
 @dataclass(frozen=True)
@@ -68,14 +71,14 @@ class Estimate:
     def rank(self) -> int:
         """Global rank of the most loaded GPU (Megatron order: tp fastest, then dp, then pp)."""
         pp_rank = self.plan.pp - 1 if self.stage.stage == "last" and self.plan.pp > 1 else 0
-        return rank_of(0, 0, pp_rank, self.plan.tp, self.plan.dp)
+        return rank_of(0, 0, pp_rank, self.plan.tp, self.plan.dp, 0, self.plan.cp)
 
     @property
     def rank_label(self) -> str:
         if self.plan.pp == 1:
             return "rank 0 (every rank holds the same)"
         return (f"rank {self.rank} ({self.stage.stage} pipeline stage; its "
-                f"{plural(self.plan.tp * self.plan.dp, 'rank')} hold the same)")
+                f"{plural(self.plan.tp * self.plan.dp * self.plan.cp, 'rank')} hold the same)")
 
     def memory_terms(self) -> dict[str, float]:
         st = self.stage
@@ -129,7 +132,11 @@ class Estimate:
         prec = get_precision(p.precision)
         act = st.activations
         z = p.zero
-        shard = {0: "", 1: "", 2: "", 3: f" / dp {p.dp}"}
+        dp = f"dp {p.dp}" if p.cp == 1 else f"dp x cp {p.dp * p.cp}"
+        if st.params > st.params - self._experts() > 0:  # an MoE model: its experts shard over edp
+            dp += f" (its {human_count(self._experts())} routed-expert params, E/ep = "
+            dp += f"{plural(m.moe.num_experts // p.ep, 'expert')} per GPU, over edp {p.edp})" if m.moe else ")"
+        shard = {0: "", 1: "", 2: "", 3: f" / {dp}"}
         ends = "embedding inputs" if st.stage == "first" else "output layer + fp32 logits"
         if p.pp == 1:
             ends = "embedding inputs + output layer + fp32 logits"
@@ -150,11 +157,14 @@ class Estimate:
             Term("gradients", st.grads + st.step_extra, self._gradient_formula(), ZERO_SRC + "; " + GRAD_SRC),
             Term("optimizer states", st.optimizer,
                  f"{human_count(st.params)} x {prec.master + 2 * prec.state} B (fp32 master + Adam m, v)"
-                 + (f" / dp {p.dp}" if z >= 1 else "") + where, ZERO_SRC + "; Ren et al. 2021 (offload)"),
+                 + (f" / {dp}" if z >= 1 else "") + where, ZERO_SRC + "; Ren et al. 2021 (offload)"),
             Term("activations", act.total,
                  f"{plural(act.in_flight, 'micro-batch')} in flight x {plural(stage_layers(m, p.pp), 'layer')} x "
                  f"{human_bytes(act.per_layer, 'MB')} (s b h (...) for recompute={p.recompute}, tp={p.tp}, "
-                 f"SP={'on' if p.sequence_parallel else 'off'}) + {human_bytes(act.ends, 'MB')} {ends}"
+                 f"SP={'on' if p.sequence_parallel else 'off'}"
+                 + (f", / cp {p.cp}: s/cp = {m.seq_len // p.cp:,} tokens per rank" if p.cp > 1 else "")
+                 + (f", MoE layers: {m.moe.top_k} of {m.moe.num_experts} experts per token" if m.moe else "")
+                 + f") + {human_bytes(act.ends, 'MB')} {ends}"
                  + (f" + {human_bytes(act.working, 'MB')} working set of the recomputed layer" if act.working else ""),
                  TABLE2_SRC + f" ({p.schedule})"),
             Term("buffers + fragmentation (allowance)", st.buffers,
@@ -162,13 +172,20 @@ class Estimate:
                  f"{self.assumptions.fragmentation:.0%} of the terms above", "assumption (parlab Assumptions)"),
         ]
 
+    def _experts(self) -> float:
+        """Routed-expert parameters of the most loaded GPU (0 for a dense model)."""
+        from .moe_layer import stage_param_split
+
+        return stage_param_split(self.model, self.plan.tp, self.plan.pp, self.stage.stage, self.plan.ep)[1]
+
     def _gradient_formula(self) -> str:
         st, p = self.stage, self.plan
         prec = get_precision(p.precision)
+        dp = f"dp {p.dp}" if p.cp == 1 else f"dp x cp {p.dp * p.cp}"
         if p.offload != "none" and p.zero >= 2:
             held = "0 (ZeRO-Offload: each micro-batch's shard goes to the CPU)"
         else:
-            held = f"{human_count(st.params)} x {prec.grad} B" + (f" / dp {p.dp}" if p.zero >= 2 else "")
+            held = f"{human_count(st.params)} x {prec.grad} B" + (f" / {dp}" if p.zero >= 2 else "")
         if p.dtype != "fp32":
             held += (" (fp32 gradients: what Megatron-LM and DeepSpeed keep with bf16; fp32_grads=False or "
                      "dtype 'mixed' for 16-bit ones)" if p.fp32_grads else
@@ -186,7 +203,7 @@ class Estimate:
         gpu = self.cluster.gpu
         rec = {"full": " (fwd, recompute, bwd = 4 passes)", "selective": " (+ attention scores recomputed)",
                "none": " (fwd + bwd = 3 passes)"}[p.recompute]
-        return [
+        terms = [
             Term("compute: matmuls", tm.matmul,
                  f"m {m} x {f['flops_mb']:.3g} FLOPs per micro-batch on the last stage{rec} / "
                  f"({f['peak'] / 1e12:g} TFLOP/s x {a.matmul_efficiency:g})", EQ3_SRC),
@@ -205,14 +222,16 @@ class Estimate:
                   f"{human_bytes(f['msg'] / p.tp, 'MB')} over {f['where']['pp']}"
                   + (", then all-gather in the TP group)" if p.tp > 1 else ")") if p.pp > 1 else "none (pp = 1)"),
                  "Narayanan et al. 2021 Sec. 4.1 (scatter/gather)"),
+            *self._terms_5d(),
             Term("pipeline bubble", tm.bubble,
                  (f"(p-1)/v = {p.pp - 1}/{v} micro-batch times x {human_seconds(f['per_mb'])}; "
                   f"bubble fraction (p-1)/(v m) = {f['bubble_frac']:.3f}" if p.pp > 1 else "none (pp = 1)"),
                  "Huang et al. 2019 (GPipe); Narayanan et al. 2021 Sec. 2.2"),
             Term("DP/ZeRO communication (exposed)", tm.dp_comm,
-                 (f"{f['dp_ops']} over dp={p.dp} ({f['where']['dp']}, {human_rate(f['bw']['dp'])}): "
+                 (f"{f['dp_ops']} over {'dp' if p.cp == 1 else 'dp x cp'}={p.dp * p.cp} ({f['where']['dp']}, "
+                  f"{human_rate(f['bw']['dp'])}): "
                   f"{human_seconds(f['dp_total'])} in all, {human_seconds(f['dp_hidden'])} hidden behind compute"
-                  if p.dp > 1 else "none (dp = 1)"),
+                  if p.dp * p.cp > 1 else "none (dp = 1)"),
                  ZERO_SRC + "; Li et al. 2020 (DDP overlap); " + RING_SRC),
             Term("optimizer step", tm.optimizer,
                  (f"{human_count(f['shard'])} params x {a.optimizer_traffic:g} B / HBM" if p.offload == "none"
@@ -222,6 +241,34 @@ class Estimate:
                  f"gradients down, weights up over {self.cluster.host.name}" if p.offload != "none" else "no offload",
                  "Ren et al. 2021 (ZeRO-Offload); Rajbhandari et al. 2021 (ZeRO-Infinity)"),
         ]
+        return terms
+
+    def _terms_5d(self) -> list[Term]:
+        """The CP and EP lines of the step time, where the plan has cp or ep > 1."""
+        f, p, tm, m = self.time.facts, self.plan, self.time, self.plan.m
+        out = []
+        if p.cp > 1 and p.cp_impl == "ring":
+            out.append(Term(CP_TERM, tm.cp_comm,
+                            f"m {m} x {plural(f['L'], 'layer')} x {p.cp - 1} ring steps x (fwd + 2 x bwd) "
+                            f"max(0, send {human_bytes(f['cp_bytes'].forward / (p.cp - 1), 'MB')} K/V block "
+                            f"({human_seconds(f['t_cp_send'])}, {f['where']['cp']}) - attention of one block "
+                            f"({human_seconds(f['t_cp_block'])})) + the last dK/dV hop", RING_ATTENTION_SRC))
+        elif p.cp > 1:
+            out.append(Term(CP_TERM, tm.cp_comm,
+                            f"m {m} x {plural(f['L'], 'layer')} x (fwd + bwd) x all-to-alls of Q, K, V and "
+                            f"the output ({human_bytes(f['cp_bytes'].forward, 'MB')} sent) over cp={p.cp} "
+                            f"({f['where']['cp']}): {human_seconds(f['t_cp_send'])} per pass, not hidden",
+                            ULYSSES_SRC))
+        if p.ep > 1:
+            moe = self.model.moe
+            assert moe is not None
+            out.append(Term(EP_TERM, tm.ep_comm,
+                            f"m {m} x {plural(f['moe_layers'], 'MoE layer')} x {human_seconds(f['t_ep_layer'])} "
+                            f"(dispatch + combine, fwd + "
+                            f"bwd: {human_bytes(f['ep_bytes_layer'], 'MB')} sent per layer for "
+                            f"{f['ep_tokens']:,} tokens, top-{moe.top_k} of {moe.num_experts} experts, over ep={p.ep}, "
+                            f"{f['where']['ep']}), not hidden", EP_SRC))
+        return out
 
     def summary(self) -> str:
         """Three lines: memory and fit, step time, throughput."""

@@ -140,7 +140,8 @@ def attention_score_bytes(model: ModelSpec, micro_batch: int = 1, tp: int = 1) -
 
 
 def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int = 1,
-                               sequence_parallel: bool = False, recompute: str = "none") -> float:
+                               sequence_parallel: bool = False, recompute: str = "none", *, cp: int = 1,
+                               moe_layer: bool | None = None) -> float:
     """Activation bytes one transformer layer keeps for the backward pass, per micro-batch.
 
     Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
@@ -166,19 +167,47 @@ def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int =
 
     GPT's block comes to Table 2's 34 s b h + 5 a s^2 b; LLaMA's (SwiGLU, no dropout, FlashAttention)
     to s b (16 h + 6 f) + 4 a s b.
+
+    Context parallelism over ``cp`` ranks (ring attention, Liu et al. 2023; Ulysses, Jacobs et al.
+    2023; Megatron-Core's CP) splits the sequence: each rank keeps every term above for its s / cp
+    tokens, the attention scores too (its s / cp queries against all s keys): all / cp.
+
+    A layer of an MoE model (``model.moe``; ``moe_layer`` False for one of its dense first layers,
+    None: an MoE layer if the model has experts) replaces the MLP's inner activations by those of
+    the experts each token visits: ``expert_parallel.dispatch_rows`` rows (T k for a dropless
+    layer, the padded E x C buffer with a capacity factor) of 6 f_e bytes (4 f_e ungated) plus
+    each row's 16-bit input to the first expert matmul 2 h, the K_s shared experts' T K_s x 6 f_e,
+    and the router's fp32 probabilities 4 T E (Megatron-Core keeps them for the aux loss), with
+    T = s b / cp tokens per rank. Split over the TP group like the MLP (Megatron-Core's expert
+    tensor parallelism, etp = tp).
     """
     positive("micro_batch", micro_batch, integer=True)
     positive("tp", tp, integer=True)
+    if cp != 1 or type(cp) is not int:
+        positive("cp", cp, integer=True)
     boolean("sequence_parallel", sequence_parallel)
     recompute = canonical("recompute", recompute, RECOMPUTE)
     s, b, h, f, t = model.seq_len, micro_batch, model.hidden, model.ffn, tp
     sbh = s * b * h
     if recompute == "full":
-        return 2 * sbh / (t if sequence_parallel else 1)
+        full_bytes = 2 * sbh / (t if sequence_parallel else 1)
+        return full_bytes if cp == 1 else full_bytes / cp
     whole = sbh * (8 + (2 if model.dropout else 0))
-    split = 8 * sbh + s * b * f * (6 if model.gated_mlp else 4)
+    moe = model.moe if moe_layer is not False else None
+    if moe is None:
+        mlp = s * b * f * (6 if model.gated_mlp else 4)
+    else:
+        from .expert_parallel import dispatch_rows
+
+        tokens = max(1, s * b // cp)  # T on this rank: the routing, and the capacity, are per rank
+        width = 6 if moe.gated else 4
+        rows = dispatch_rows(tokens, moe)
+        mlp = cp * (rows * (2 * h + width * moe.expert_ffn) + tokens * moe.shared_experts * width * moe.expert_ffn
+                    + 4 * tokens * moe.num_experts)
+    split = 8 * sbh + mlp
     scores = 0.0 if recompute == "selective" else attention_score_bytes(model, b, t)
-    return whole / (t if sequence_parallel else 1) + split / t + scores
+    out = whole / (t if sequence_parallel else 1) + split / t + scores
+    return out if cp == 1 else out / cp
 
 
 def bytes_per_param(dtype: str = "mixed", optimizer: str = "adam") -> float:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from parlab.tables import human_count
 
 from ._check import boolean, non_negative, normalize, positive, text
+
+if TYPE_CHECKING:
+    from .expert_parallel import MoEModel, MoESpec
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,12 @@ class ModelSpec:
     stored, only each row's softmax statistics). RMSNorm keeps the same 16-bit input as LayerNorm.
     The defaults are GPT's block as Table 2 counts it; the LLaMA presets turn dropout off and
     FlashAttention on, as nearly every modern run does.
+
+    A mixture-of-experts model sets ``moe`` (an ``expert_parallel.MoESpec``: E routed experts of
+    width f_e, top-k, shared experts, dense first layers); its attention may then be grouped-query
+    (``kv_heads``: K and V of kv_heads x d, Ainslie et al. 2023) or counted exactly
+    (``attention_params`` per layer, e.g. DeepSeek's multi-head latent attention). Its counts are
+    ``expert_parallel.MoEModel``'s (``moe_model``): one implementation of the MoE parameter count.
     """
 
     name: str
@@ -46,6 +56,9 @@ class ModelSpec:
     source: str = ""
     dropout: bool = True
     flash_attention: bool = False
+    moe: MoESpec | None = None
+    kv_heads: int = 0
+    attention_params: int = 0
 
     def __post_init__(self) -> None:
         text("ModelSpec.name", self.name)
@@ -60,6 +73,39 @@ class ModelSpec:
             raise ValueError(
                 f"hidden size {self.hidden} must be divisible by the number of heads {self.heads}"
             )
+        non_negative("ModelSpec.kv_heads (0 means heads)", self.kv_heads, integer=True)
+        non_negative("ModelSpec.attention_params (0 means multi-head attention's)", self.attention_params,
+                     integer=True)
+        if self.moe is None:
+            if self.kv_heads or self.attention_params:
+                raise ValueError(f"kv_heads={self.kv_heads} / attention_params={self.attention_params} describe an "
+                                 f"MoE model's attention (ModelSpec.moe): a dense ModelSpec is priced with "
+                                 f"multi-head attention (Korthikanti et al. 2022, Table 2)")
+            return
+        from .expert_parallel import MoESpec
+
+        if not isinstance(self.moe, MoESpec):
+            raise TypeError(f"ModelSpec.moe must be an expert_parallel.MoESpec or None, got {self.moe!r}")
+        self.moe_model()  # its own checks: kv_heads divides heads, dense_layers <= layers
+
+    @property
+    def is_moe(self) -> bool:
+        return self.moe is not None
+
+    @property
+    def kv_hidden(self) -> int:
+        """Width of K (and of V): kv_heads x d with grouped-query attention, else h."""
+        return (self.kv_heads or self.heads) * self.head_dim
+
+    def moe_model(self) -> MoEModel:
+        """This spec as an ``expert_parallel.MoEModel`` (its dense base, its experts), whose
+        counts of total and active parameters this spec reports."""
+        from .expert_parallel import MoEModel
+
+        if self.moe is None:
+            raise ValueError(f"{self.name} is a dense model (ModelSpec.moe is None)")
+        base = replace(self, moe=None, kv_heads=0, attention_params=0)
+        return MoEModel(self.name, base, self.moe, self.kv_heads, self.attention_params, self.source)
 
     @property
     def ffn(self) -> int:
@@ -103,14 +149,23 @@ class ModelSpec:
         (2h), which Eq. 2 leaves out, for GPT-style models. Checked against published counts:
         LLaMA-7B 6,738,415,616; BLOOM-176B 176,247,271,424; ChatGLM-6B 6,173,286,400.
         """
+        if self.moe is not None:  # every expert counted (MoEModel.total_params)
+            return self.moe_model().total_params()
         norm = 2 * self.hidden if self.bias else self.hidden
         n = self.layers * self.params_per_layer() + self.embedding_params() + norm
         if self.embedding_norm:
             n += norm
         return n
 
+    def active_params(self) -> int:
+        """Parameters one token uses: all of them for a dense model; for an MoE model its top-k
+        routed and its shared experts of every MoE layer (``MoEModel.active_params``)."""
+        return self.num_params() if self.moe is None else self.moe_model().active_params()
+
     def non_embedding_params(self) -> int:
         """Parameters of the transformer blocks only (what BLOOM's tables call "size")."""
+        if self.moe is not None:
+            return self.num_params() - self.embedding_params() - (2 * self.hidden if self.bias else self.hidden)
         return self.layers * self.params_per_layer()
 
     def with_(self, **changes) -> ModelSpec:
@@ -223,3 +278,16 @@ def get_model(name: str | ModelSpec) -> ModelSpec:
         return gpt_like(n)
     raise ValueError(f"unknown model {name!r}; allowed: {', '.join(MODELS)}, "
                      "or a size such as 7B, 350M, 1.5T")
+
+
+def _add_moe_presets() -> None:
+    """The MoE presets (Mixtral 8x7B, DeepSeek-V3) as ModelSpecs the planner prices: their
+    published shapes are written once, in ``expert_parallel.MOE_MODELS``, with their sources."""
+    from .expert_parallel import MOE_MODELS
+
+    for name, mm in MOE_MODELS.items():
+        MODELS[name] = replace(mm.base, moe=mm.moe, kv_heads=mm.kv_heads, attention_params=mm.attention_params,
+                               source=mm.source)
+
+
+_add_moe_presets()

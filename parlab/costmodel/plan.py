@@ -1,5 +1,5 @@
-"""A parallel training plan (DP x TP x PP, ZeRO, micro-batching, schedule, recompute, offload, dtype)
-and the rules that make it valid for a model and a cluster."""
+"""A parallel training plan (DP x TP x PP x CP x EP, ZeRO, micro-batching, schedule, recompute,
+offload, dtype) and the rules that make it valid for a model and a cluster."""
 
 from __future__ import annotations
 
@@ -19,6 +19,11 @@ ZERO_STAGES = (0, 1, 2, 3)
 #: (one transformer block per unit, one unit prefetched ahead).
 ZERO3_IMPLS = ("deepspeed", "fsdp")
 TRAINING_OPTIMIZERS = tuple(o for o in OPTIMIZERS if o != "none")
+#: How a plan with cp > 1 splits attention over the CP ranks (``Plan.cp_impl``): ring attention
+#: (K/V blocks passed around the ring, Liu et al. 2023; Megatron-Core's cp_comm_type "p2p", with
+#: the load-balanced causal split) or DeepSpeed-Ulysses (all-to-all from sequence- to
+#: head-sharded and back, Jacobs et al. 2023; Megatron-Core's "a2a").
+CP_IMPLS = ("ring", "ulysses")
 
 #: The one vocabulary of training precisions (the CLI's ``--dtype`` everywhere, and ``Plan``):
 #: spelling -> (model-state precision in ``memory.PRECISIONS``, compute dtype of a ``Plan`` or
@@ -66,6 +71,11 @@ class Plan:
     (module-by-module gathers, ``stage3_prefetch_bucket_size`` / ``stage3_max_live_parameters``)
     or PyTorch FSDP (one block per unit, one unit prefetched).
 
+    ``cp`` splits each sequence over cp ranks (context parallelism, ``cp_impl`` ring or Ulysses):
+    the GPUs are dp x tp x pp x cp, the batch still dp x micro_batch x m. ``ep`` splits an MoE
+    model's routed experts over ep of the dp x cp ranks (expert parallelism inside the data-
+    parallel domain, Megatron-Core's expert grid: ``parlab.layout``); ep must divide dp x cp.
+
     Names are normalised where they enter: ``schedule="GPipe"`` is ``"gpipe"``, ``dtype="mixed"``
     is ``"bf16"`` with 16-bit gradients (any spelling of ``TRAINING_DTYPES``), so every spelling
     of the same training gives the same numbers.
@@ -87,10 +97,16 @@ class Plan:
     fp32_grads: bool | None = None
     optimizer: str = "adam"
     zero3_impl: str = "deepspeed"
+    cp: int = 1
+    ep: int = 1
+    cp_impl: str = "ring"
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "micro_batch", "chunks"):
             positive(name, getattr(self, name), integer=True)
+        if not (type(self.cp) is int and type(self.ep) is int and self.cp == self.ep == 1):  # (search: fast)
+            positive("cp", self.cp, integer=True)
+            positive("ep", self.ep, integer=True)
         if non_negative("ZeRO stage", self.zero, integer=True) not in ZERO_STAGES:
             raise ValueError(f"ZeRO stage must be one of 0, 1, 2, 3, got {self.zero!r}")
         for name in ("global_batch", "micro_batches"):
@@ -110,6 +126,8 @@ class Plan:
         _set(self, "dtype", compute)
         _set(self, "fp32_grads", fp32_grads if self.fp32_grads is None else bool(self.fp32_grads))
         _set(self, "zero3_impl", canonical("zero3_impl", self.zero3_impl, ZERO3_IMPLS))
+        if self.cp_impl not in CP_IMPLS:
+            _set(self, "cp_impl", canonical("cp_impl", self.cp_impl, CP_IMPLS))
         _set(self, "schedule", canonical("schedule", self.schedule, SCHEDULES))
         _set(self, "recompute", canonical("recompute", self.recompute, RECOMPUTE))
         _set(self, "offload", canonical("offload", self.offload, OFFLOADS))
@@ -151,11 +169,23 @@ class Plan:
                              f"got ZeRO-{self.zero}")
         if self.dtype == "fp32" and self.fp32_grads:
             raise ValueError("fp32_grads is for mixed precision (fp16/bf16); with dtype fp32 gradients already are fp32")
+        if (self.dp * self.cp) % self.ep:
+            raise ValueError(f"ep must divide dp x cp (the experts are split over data-parallel ranks, "
+                             f"Megatron-Core's expert grid): ep={self.ep} does not divide dp={self.dp} x "
+                             f"cp={self.cp} = {self.dp * self.cp}")
+        if self.ep > 1 and self.tp > 1 and not self.sequence_parallel:
+            raise ValueError(f"expert parallelism with tensor parallelism needs sequence_parallel=True "
+                             f"(Megatron-Core, model_parallel_config.py): ep={self.ep}, tp={self.tp}")
 
     # -- derived ---------------------------------------------------------------------------
     @property
     def n_gpus(self) -> int:
-        return self.dp * self.tp * self.pp
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def edp(self) -> int:
+        """Expert data-parallel degree: the dp x cp / ep replicas of each expert."""
+        return self.dp * self.cp // self.ep
 
     @property
     def m(self) -> int:
@@ -191,8 +221,10 @@ class Plan:
         grads'), whose ZeRO-3 a ZeRO-3 plan prices ('ZeRO-3(DeepSpeed)', 'ZeRO-3(FSDP)')."""
         sched = f"interleaved(v={self.chunks})" if self.schedule == "interleaved" else self.schedule
         impl = {"deepspeed": "(DeepSpeed)", "fsdp": "(FSDP)"}[self.zero3_impl] if self.zero == 3 else ""
-        parts = [f"dp={self.dp}", f"tp={self.tp}", f"pp={self.pp}", f"ZeRO-{self.zero}{impl}",
-                 f"mb={self.micro_batch}", f"m={self.m}"]
+        parts = [f"dp={self.dp}", f"tp={self.tp}", f"pp={self.pp}"]
+        parts += [f"cp={self.cp}" + ("(Ulysses)" if self.cp_impl == "ulysses" else "")] if self.cp > 1 else []
+        parts += [f"ep={self.ep}"] if self.ep > 1 else []
+        parts += [f"ZeRO-{self.zero}{impl}", f"mb={self.micro_batch}", f"m={self.m}"]
         parts += [sched] if self.pp > 1 else []
         parts += [f"recompute={self.recompute}"] if self.recompute != "none" else []
         parts += ["SP"] if self.sequence_parallel else []
@@ -214,8 +246,9 @@ def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
     instance("cluster", cluster, Cluster, "make_cluster('dgx-a100', n_gpus)")
     instance("plan", plan, Plan)
     if plan.n_gpus != cluster.n_gpus:
-        raise ValueError(f"dp x tp x pp must equal the number of GPUs: {plan.dp} x {plan.tp} x {plan.pp} "
-                         f"= {plan.n_gpus} != {cluster.n_gpus}")
+        cp = f" x {plan.cp}" if plan.cp > 1 else ""
+        raise ValueError(f"dp x tp x pp{' x cp' if cp else ''} must equal the number of GPUs: {plan.dp} x "
+                         f"{plan.tp} x {plan.pp}{cp} = {plan.n_gpus} != {cluster.n_gpus}")
     t = plan.tp
     for what, size in (("attention heads", model.heads), ("hidden size", model.hidden),
                        ("MLP width", model.ffn)):
@@ -229,3 +262,35 @@ def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
                          f"{plan.pp} x {plan.chunks} = {plan.pp * plan.chunks} (Megatron-LM)")
     if plan.dtype == "bf16" and not cluster.gpu.bf16:
         raise ValueError(f"{cluster.gpu.name} has no bf16 tensor cores; use dtype fp16 or fp32")
+    check_cp_ep(model, plan)
+
+
+def check_cp_ep(model: ModelSpec, plan: Plan) -> None:
+    """The model rules of context and expert parallelism, each a ValueError naming the value and
+    the rule: the load-balanced ring cuts the sequence into 2 cp chunks (rank i holds chunks i and
+    2cp-1-i: Megatron-Core's CP, Llama 3, Dubey et al. 2024, Sec. 3.3.2); Ulysses gives each CP
+    rank whole heads of its TP shard (Jacobs et al. 2023, Sec. 3.1: heads % cp); ep needs experts
+    and divides their number (each EP rank holds E / ep whole experts); ZeRO-3 of an MoE model is
+    not modelled (Megatron-Core shards MoE optimizers ZeRO-1 style)."""
+    from .context_parallel import check_ring, check_ulysses
+
+    cp, t = plan.cp, plan.tp
+    if cp > 1 and plan.cp_impl == "ring":
+        check_ring(model.seq_len, cp)
+    if cp > 1 and plan.cp_impl == "ulysses":
+        kv = model.kv_heads or model.heads
+        if kv % t:
+            raise ValueError(f"tp must divide the K/V heads: {kv} K/V heads are not divisible by tp={t}")
+        try:
+            check_ulysses(model.heads // t, cp, kv // t)
+        except ValueError as err:
+            raise ValueError(f"{err} (the heads of one of tp={t} TP ranks: {model.heads} / {t})") from None
+    if plan.ep > 1 and model.moe is None:
+        raise ValueError(f"ep={plan.ep} splits experts, and {model.name} is a dense model (no MoE layers)")
+    if model.moe is not None:
+        if model.moe.num_experts % plan.ep:
+            raise ValueError(f"ep must divide the routed experts (each EP rank holds E / ep whole experts): "
+                             f"{model.moe.num_experts} experts are not divisible by ep={plan.ep}")
+        if plan.zero == 3:
+            raise ValueError("ZeRO-3 of an MoE model is not modelled: use ZeRO-0/1/2 (Megatron-Core's distributed "
+                             "optimizer shards MoE optimizer states ZeRO-1 style)")

@@ -227,11 +227,18 @@ def stage_activations(model: ModelSpec, plan: Plan, stage: str) -> StageActivati
     4 s b (h + V/t) (h/t with SP). Full recompute adds the working set of the one layer being
     recomputed (its Table 2 activations without recompute).
     """
-    s, b, h, V, t = model.seq_len, plan.micro_batch, model.hidden, model.vocab, plan.tp
+    s, b, h, V, t = model.seq_len / plan.cp, plan.micro_batch, model.hidden, model.vocab, plan.tp
     t_sp = t if plan.sequence_parallel else 1
-    per_layer = activation_bytes_per_layer(model, b, t, plan.sequence_parallel, plan.recompute)
     n = in_flight_microbatches(plan, stage)
-    layers = n * stage_layers(model, plan.pp) * per_layer
+    kinds = _layer_kinds(model, plan, stage)  # (layers, moe_layer) pairs: dense first layers of an MoE model
+    by_kind = [(k, activation_bytes_per_layer(model, b, t, plan.sequence_parallel, plan.recompute, cp=plan.cp,
+                                              moe_layer=moe)) for k, moe in kinds]
+    if len(by_kind) == 1:
+        per_layer = by_kind[0][1]
+        layers = n * stage_layers(model, plan.pp) * per_layer
+    else:  # the mean over the stage's dense and MoE layers
+        layers = n * sum(k * a for k, a in by_kind)
+        per_layer = layers / n / stage_layers(model, plan.pp)
     ends = 0.0
     if stage == "first" or plan.pp == 1:
         ends += n * (8 * s * b + (s * b * h / t_sp if model.dropout else 0))
@@ -239,8 +246,20 @@ def stage_activations(model: ModelSpec, plan: Plan, stage: str) -> StageActivati
         ends += 4 * s * b * (h / t_sp + V / t)
     working = 0.0
     if plan.recompute == "full":
-        working = activation_bytes_per_layer(model, b, t, plan.sequence_parallel, "none")
+        working = max(activation_bytes_per_layer(model, b, t, plan.sequence_parallel, "none", cp=plan.cp,
+                                                 moe_layer=moe) for k, moe in kinds if k)
     return StageActivations(per_layer, n, layers, ends, working)
+
+
+def _layer_kinds(model: ModelSpec, plan: Plan, stage: str) -> list[tuple[int, bool | None]]:
+    """How many of the stage's layers are dense and how many MoE (``moe_layer.stage_layer_kinds``);
+    one kind, None, for a dense model."""
+    if model.moe is None:
+        return [(stage_layers(model, plan.pp), None)]
+    from .moe_layer import stage_layer_kinds
+
+    dense, moe = stage_layer_kinds(model, plan.pp, stage)
+    return [(dense, False), (moe, True)]
 
 
 # -- one GPU --------------------------------------------------------------------------------------
@@ -314,12 +333,29 @@ def stage_memory(model: ModelSpec, plan: Plan, stage: str, assumptions: Assumpti
     on the GPU un-sharded). The CPU holds 12 + 4 = 16 bytes per parameter of the shard
     (``estimate_zero2_model_states_mem_needs`` with cpu_offload: 16 Psi over the node's GPUs), and
     with the parameters offloaded too (ZeRO-Infinity) their 16-bit shard, 18 bytes.
+
+    With context parallelism the CP ranks hold the same weights and reduce their gradients
+    together: ZeRO shards the dense states over dp x cp (Megatron-Core's distributed optimizer over
+    the "dp-cp" group). An MoE model's routed experts (``moe_layer.stage_param_split``: E / ep per
+    GPU) are sharded over their own expert-data-parallel group, dp x cp / ep ranks.
     """
-    params = stage_params(model, plan.tp, plan.pp, stage)
-    states = zero_model_states(params, plan.dp, plan.zero, plan.precision, plan.optimizer)
+    if model.moe is None:
+        dense, experts = stage_params(model, plan.tp, plan.pp, stage), 0.0
+    else:
+        from .moe_layer import stage_param_split
+
+        dense, experts = stage_param_split(model, plan.tp, plan.pp, stage, plan.ep)
+    params = dense + experts
+    states = zero_model_states(dense, plan.dp * plan.cp, plan.zero, plan.precision, plan.optimizer)
+    if experts:
+        e = zero_model_states(experts, plan.edp, plan.zero, plan.precision, plan.optimizer)
+        states = ModelStateMemory(params, states.precision, states.optimizer, states.weights + e.weights,
+                                  states.grads + e.grads, states.master + e.master,
+                                  states.optimizer_states + e.optimizer_states)
     weights, grads = states.weights, states.grads
     optimizer = states.master + states.optimizer_states
-    shard = params / (plan.dp if plan.zero >= 1 else 1)
+    sharded = plan.zero >= 1
+    shard = dense / (plan.dp * plan.cp if sharded else 1) + experts / (plan.edp if sharded else 1)
     cpu = 0.0
     if plan.zero == 3:  # what the implementation holds gathered in full (zero3_gathered_params)
         weights += zero3_gathered_params(model, plan.tp, plan.zero3_impl) * get_precision(plan.precision).weight

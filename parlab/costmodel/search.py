@@ -15,7 +15,7 @@ from .cluster import Cluster, gpu_count
 from .estimate import Estimate, _check_inputs, most_loaded_stage
 from .memory import RECOMPUTE
 from .models import ModelSpec, get_model
-from .plan import OFFLOADS, SCHEDULES, ZERO_STAGES, Plan, check_plan, training_dtype
+from .plan import CP_IMPLS, OFFLOADS, SCHEDULES, ZERO_STAGES, Plan, check_plan, training_dtype
 from .step_time import step_time
 
 
@@ -86,7 +86,35 @@ CHOICES = {
     "recompute": lambda n, v: canonical(n, v, RECOMPUTE),
     "sequence_parallel": boolean,
     "offload": lambda n, v: canonical(n, v, OFFLOADS),
+    "cp": lambda n, v: positive(n, v, integer=True),
+    "cp_impls": lambda n, v: canonical(n, v, CP_IMPLS),
+    "ep": lambda n, v: positive(n, v, integer=True),
 }
+
+#: From this sequence length on, the search also tries context parallelism unless told which cp
+#: to try (a heuristic, not a formula: below it a sequence's activations fit without splitting it,
+#: and Megatron-Core's CP pays off for long-context training, e.g. Llama 3's 8K-128K phases,
+#: Dubey et al. 2024, Sec. 3.3.2).
+LONG_SEQUENCE = 8192
+
+
+def default_cp(model: ModelSpec, n_gpus: int) -> list[int]:
+    """The cp degrees the search tries for ``model``: 1, and for a sequence of ``LONG_SEQUENCE``
+    tokens or more the powers of two up to the GPU count that the load-balanced ring can cut the
+    sequence for (seq_len % 2cp == 0)."""
+    if model.seq_len < LONG_SEQUENCE:
+        return [1]
+    out, cp = [1], 2
+    while cp <= n_gpus and model.seq_len % (2 * cp) == 0:
+        out.append(cp)
+        cp *= 2
+    return out
+
+
+def default_ep(model: ModelSpec) -> list[int]:
+    """The ep degrees the search tries: 1 for a dense model; for an MoE model every divisor of its
+    routed experts (each EP rank holds E / ep whole experts)."""
+    return [1] if model.moe is None else divisors(model.moe.num_experts)
 
 
 def check_choices(**given) -> dict:
@@ -113,29 +141,61 @@ def candidate_plans(model: ModelSpec, n_gpus: int, global_batch: int, *,
                     micro_batches: Iterable[int] = MICRO_BATCHES, zero_stages: Iterable[int] = (0, 1, 2, 3),
                     schedules: Iterable[str] = ("1f1b", "interleaved", "gpipe"), chunks: Iterable[int] = (2, 4),
                     recompute: Iterable[str] = RECOMPUTE, sequence_parallel: Iterable[bool] = (False, True),
-                    offload: Iterable[str] = ("none",), dtype: str = "bf16") -> Iterator[Plan]:
+                    offload: Iterable[str] = ("none",), dtype: str = "bf16", cp: Iterable[int] | None = None,
+                    cp_impls: Iterable[str] = CP_IMPLS, ep: Iterable[int] | None = None) -> Iterator[Plan]:
     """Every plan that passes the model-independent rules, skipping exact duplicates (ZeRO stages
     with dp = 1, schedules with pp = 1, SP with tp = 1). Plans that break a model rule (tp not
-    dividing the heads, pp > layers) are left out here too, which is cheaper than raising."""
+    dividing the heads, pp > layers) are left out here too, which is cheaper than raising.
+
+    ``cp`` and ``ep`` are the context- and expert-parallel degrees to try (None: ``default_cp``,
+    which tries cp > 1 for long sequences only, and ``default_ep``, ep > 1 for MoE models only),
+    ``cp_impls`` the ways to split attention with cp > 1 (ring, Ulysses). With cp = ep = 1 the
+    enumeration is the 3D one."""
     c = check_choices(micro_batches=micro_batches, zero_stages=zero_stages, schedules=schedules, chunks=chunks,
-                      recompute=recompute, sequence_parallel=sequence_parallel, offload=offload, dtype=dtype)
+                      recompute=recompute, sequence_parallel=sequence_parallel, offload=offload, dtype=dtype,
+                      cp_impls=cp_impls, **({} if cp is None else {"cp": cp}), **({} if ep is None else {"ep": ep}))
     micro_batches, zero_stages, schedules, chunks = c["micro_batches"], c["zero_stages"], c["schedules"], c["chunks"]
     recompute, sequence_parallel, offload = c["recompute"], c["sequence_parallel"], c["offload"]
+    cps, eps = c.get("cp", default_cp(model, n_gpus)), c.get("ep", default_ep(model))
     positive("global_batch", global_batch, integer=True)
-    for dp, tp, pp in factorizations(n_gpus):
-        if not _suits(model, tp, pp):
+    moe = model.moe is not None
+    for cp_ in cps:
+        if n_gpus % cp_:
             continue
-        for mb in micro_batches:
-            if global_batch % (dp * mb):
+        impls = ["ring"] if cp_ == 1 else [i for i in c["cp_impls"] if _cp_suits(model, cp_, i)]
+        for dp, tp, pp in factorizations(n_gpus // cp_):
+            if not _suits(model, tp, pp):
                 continue
-            m = global_batch // (dp * mb)
-            for sched, v in _schedules(pp, m, model.layers, schedules, chunks):
-                for zero, off in _zero_offload(dp, pp, zero_stages, offload):
-                    for rec in recompute:
-                        for sp in sequence_parallel if tp > 1 else [False]:
-                            yield Plan(dp=dp, tp=tp, pp=pp, zero=zero, micro_batch=mb, micro_batches=m,
-                                       schedule=sched, chunks=v, recompute=rec, sequence_parallel=sp,
-                                       offload=off, dtype=dtype)
+            for ep_ in (e for e in eps if (dp * cp_) % e == 0 and (not moe or model.moe.num_experts % e == 0)):
+                for impl in (i for i in impls if i == "ring" or model.heads % (tp * cp_) == 0):
+                    yield from _plans(model, global_batch, dp, tp, pp, cp_, impl, ep_, micro_batches, schedules,
+                                      chunks, zero_stages, offload, recompute, sequence_parallel, dtype)
+
+
+def _cp_suits(model: ModelSpec, cp: int, impl: str) -> bool:
+    """The CP rules of ``plan.check_cp_ep`` that do not depend on tp: the ring's 2 cp chunks."""
+    return impl == "ulysses" or model.seq_len % (2 * cp) == 0
+
+
+def _plans(model: ModelSpec, global_batch: int, dp: int, tp: int, pp: int, cp: int, impl: str, ep: int,
+           micro_batches, schedules, chunks, zero_stages, offload, recompute, sequence_parallel,
+           dtype: str) -> Iterator[Plan]:
+    """The plans of one dp x tp x pp x cp (x ep) layout: micro-batching, schedule, ZeRO, offload,
+    recompute and SP (which expert parallelism with tp > 1 needs: Megatron-Core)."""
+    extra = {} if cp == ep == 1 else {"cp": cp, "ep": ep, "cp_impl": impl}
+    zeros = [z for z in zero_stages if z != 3] if model.moe is not None else zero_stages
+    sps = [sp for sp in sequence_parallel if sp] if ep > 1 else sequence_parallel
+    for mb in micro_batches:
+        if global_batch % (dp * mb):
+            continue
+        m = global_batch // (dp * mb)
+        for sched, v in _schedules(pp, m, model.layers, schedules, chunks):
+            for zero, off in _zero_offload(dp * cp, pp, zeros, offload):
+                for rec in recompute:
+                    for sp in sps if tp > 1 else [False]:
+                        yield Plan(dp=dp, tp=tp, pp=pp, zero=zero, micro_batch=mb, micro_batches=m,
+                                   schedule=sched, chunks=v, recompute=rec, sequence_parallel=sp,
+                                   offload=off, dtype=dtype, **extra)
 
 
 def _zero_offload(dp: int, pp: int, zero_stages: list[int], offload: Iterable[str]):
@@ -185,7 +245,7 @@ def search(model: str | ModelSpec, cluster: Cluster, global_batch: int, *, top: 
     """Rank every valid plan of ``model`` on ``cluster`` at ``global_batch`` sequences per step.
 
     ``choices`` narrow or widen the enumeration (see ``candidate_plans``: micro_batches,
-    zero_stages, schedules, chunks, recompute, sequence_parallel, offload, dtype). Plans that
+    zero_stages, schedules, chunks, recompute, sequence_parallel, offload, dtype, cp, cp_impls, ep). Plans that
     do not fit in GPU memory are dropped; the rest are sorted by step time, ties by memory.
     ``top`` keeps the fastest ``top`` (None: all). Every argument is checked where it enters.
     """

@@ -1,6 +1,8 @@
 """Time of one training step under a plan, term by term: compute (matmuls at an achievable FLOP/s,
 elementwise kernels at an achievable HBM bandwidth), TP collectives, pipeline sends, the
-pipeline bubble, data-parallel / ZeRO traffic (with overlap), the optimizer step and offload."""
+pipeline bubble, data-parallel / ZeRO traffic (with overlap), the optimizer step and offload, and
+with cp or ep > 1 the context-parallel attention traffic and the MoE all-to-alls
+(``comm_5d``)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from parlab.tables import plural
 from .assumptions import Assumptions
 from .cluster import Cluster
 from .collectives import group_link, ring_time
+from .comm_5d import cp_micro_batch_time, ep_micro_batch_time
 from .memory import activation_bytes_per_layer, attention_score_bytes, get_precision
 from .models import ModelSpec
 from .plan import Plan
@@ -46,6 +49,8 @@ def step_flops(model: ModelSpec, batch: int, recompute: str = "none") -> tuple[f
     2bs^2h per layer (Dao et al. 2022, Sec. 3.1). For GPT shapes the model FLOPs equal Eq. 3's
     72 B s l h^2 (1 + s/6h + V/12lh).
     """
+    if model.moe is not None:
+        return _moe_step_flops(model, batch, recompute)
     layer = layer_forward_flops(model, batch)
     logits = logit_forward_flops(model, batch)
     model_flops = 3 * (model.layers * layer + logits)
@@ -54,6 +59,27 @@ def step_flops(model: ModelSpec, batch: int, recompute: str = "none") -> tuple[f
     if model.flash_attention:  # its backward recomputes the scores Q K^T: 2bs^2h per layer
         extra += model.layers * 2 * batch * model.seq_len**2 * model.hidden
     return model_flops, model_flops + extra
+
+
+def _moe_step_flops(model: ModelSpec, batch: int, recompute: str) -> tuple[float, float]:
+    """``step_flops`` of an MoE model: its layers' useful FLOPs (each token through its top-k and
+    shared experts: the active parameters, ``moe_layer.moe_model_layer_flops`` unpadded) x 3 for
+    the model FLOPs; the hardware FLOPs count the padded capacity of a capacity-bound layer and
+    what recomputation repeats, as for a dense model."""
+    from .moe_layer import moe_model_layer_flops
+
+    assert model.moe is not None
+    dense, moe = model.moe.dense_layers, model.layers - model.moe.dense_layers
+    useful = dense * moe_model_layer_flops(model, batch, 1, 1, False) + moe * moe_model_layer_flops(
+        model, batch, 1, 1, True, padded=False)
+    padded = dense * moe_model_layer_flops(model, batch, 1, 1, False) + moe * moe_model_layer_flops(
+        model, batch, 1, 1, True)
+    logits = logit_forward_flops(model, batch)
+    scores = model.layers * 4 * batch * model.seq_len**2 * model.hidden
+    extra = {"none": 0.0, "full": padded, "selective": scores}[recompute]
+    if model.flash_attention:
+        extra += scores / 2
+    return 3 * (useful + logits), 3 * (padded + logits) + extra
 
 
 @dataclass(frozen=True)
@@ -70,6 +96,8 @@ class StepTime:
     optimizer: float
     offload: float
     facts: dict
+    cp_comm: float = 0.0  # the exposed part of the context-parallel attention traffic
+    ep_comm: float = 0.0  # the MoE layers' all-to-alls
 
     @property
     def compute(self) -> float:
@@ -78,13 +106,22 @@ class StepTime:
     @property
     def total(self) -> float:
         return (self.matmul + self.elementwise + self.tp_comm + self.pp_comm + self.bubble + self.dp_comm
-                + self.optimizer + self.offload)
+                + self.optimizer + self.offload + self.cp_comm + self.ep_comm)
 
     def terms(self) -> dict[str, float]:
-        return {"compute: matmuls": self.matmul, "compute: elementwise": self.elementwise,
-                "TP communication": self.tp_comm, "PP communication": self.pp_comm,
-                "pipeline bubble": self.bubble, "DP/ZeRO communication (exposed)": self.dp_comm,
+        """Seconds by term; the CP and EP terms only where the plan has cp or ep > 1."""
+        out = {"compute: matmuls": self.matmul, "compute: elementwise": self.elementwise,
+               "TP communication": self.tp_comm, "PP communication": self.pp_comm}
+        if self.facts.get("cp", 1) > 1:
+            out[CP_TERM] = self.cp_comm
+        if self.facts.get("ep", 1) > 1:
+            out[EP_TERM] = self.ep_comm
+        return {**out, "pipeline bubble": self.bubble, "DP/ZeRO communication (exposed)": self.dp_comm,
                 "optimizer step": self.optimizer, "offload transfers": self.offload}
+
+
+CP_TERM = "CP communication (exposed)"
+EP_TERM = "EP all-to-all"
 
 
 def zero3_exposed(ag: float, rs: float, fwd: float, groups: int, backward_passes: int, a: Assumptions) -> float:
@@ -142,34 +179,42 @@ def zero_stage_reduces_fp32(plan: Plan) -> bool:
 def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) -> StepTime:
     """Seconds of one training step (see the module docstring and ``Estimate.explain``)."""
     s, b, h, t, p, v, m = model.seq_len, plan.micro_batch, model.hidden, plan.tp, plan.pp, plan.chunks, plan.m
+    cp, ep = plan.cp, plan.ep
     prec = get_precision(plan.precision)
     full, selective = plan.recompute == "full", plan.recompute == "selective"
-    f: dict = {"L": stage_layers(model, p), "passes": 4 if full else 3}
+    f: dict = {"L": stage_layers(model, p), "passes": 4 if full else 3, "cp": cp, "ep": ep}
     L, passes = f["L"], f["passes"]
 
-    # compute of one micro-batch on the last stage (it also runs the logits)
-    flops = passes * L * layer_forward_flops(model, b, t) + 3 * logit_forward_flops(model, b, t)
+    # compute of one micro-batch on the last stage (it also runs the logits); with cp the rank's
+    # s / cp tokens (its queries against all s keys: every term / cp)
+    if model.moe is None and cp == 1:  # the 3D count, as it always was
+        flops = passes * L * layer_forward_flops(model, b, t) + 3 * logit_forward_flops(model, b, t)
+    else:
+        flops = passes * stage_layer_flops(model, plan, "last") + 3 * logit_forward_flops(model, b, t) / cp
     if selective:
-        flops += L * 4 * b * s * s * h / t
+        flops += L * 4 * b * s * s * h / t / cp
     if model.flash_attention:  # FlashAttention's backward recomputes Q K^T (Dao et al. 2022, Sec. 3.1)
-        flops += L * 2 * b * s * s * h / t
+        flops += L * 2 * b * s * s * h / t / cp
     f["peak"] = cluster.gpu.peak_flops("fp32" if plan.dtype == "fp32" else "half")
     f["flops_mb"], f["t_mm_mb"] = flops, flops / (f["peak"] * a.matmul_efficiency)
-    f["stored"] = activation_bytes_per_layer(model, b, t, plan.sequence_parallel, "none")
-    scores = attention_score_bytes(model, b, t)  # the score bytes that selective recompute redoes
+    f["stored"] = _mean_layer_activations(model, plan)
+    scores = attention_score_bytes(model, b, t) / cp  # the score bytes that selective recompute redoes
     f["traffic_mb"] = a.elementwise_traffic * L * (f["stored"] * (1 + 2 + full) + (scores if selective else 0))
     f["t_el_mb"] = f["traffic_mb"] / (cluster.gpu.hbm_bytes_per_s * a.hbm_efficiency)
 
     # tensor parallel: 2 all-reduces in the forward, 2 in the backward, 2 more when recomputing
-    spans = {d: group_span(d, t, plan.dp, p, cluster.gpus_per_node) for d in ("tp", "dp", "pp")}
+    dims = ("tp", "dp-cp", "pp") + (("cp",) if cp > 1 else ()) + (("ep", "edp") if ep > 1 else ())
+    spans = {d: group_span(d, t, plan.dp, p, cluster.gpus_per_node, cp, ep) for d in dims}
+    spans["dp"] = spans.pop("dp-cp")  # the dense gradients' group: dp x cp ranks (dp with cp = 1)
     links = {d: group_link(cluster, spans[d]) for d in spans}
     f["where"] = {d: links[d].where if spans[d].size > 1 else "-" for d in links}
     f["bw"] = {d: links[d].bandwidth for d in links}
     from .tensor_parallel import tp_layer_collectives  # (it imports this module)
 
     bpe = 4 if plan.dtype == "fp32" else 2
-    f["msg"] = bpe * s * b * h
-    colls = tp_layer_collectives(b, s, h, t, plan.sequence_parallel, plan.recompute)
+    s_cp = s // cp  # the tokens of one CP rank
+    f["msg"] = bpe * s_cp * b * h
+    colls = tp_layer_collectives(b, s_cp, h, t, plan.sequence_parallel, plan.recompute)
     per_layer = sum(c.count * links["tp"].time(c.op, c.elements * bpe, t) for c in colls)
     # one "collective" below is one all-reduce, or with SP one all-gather + reduce-scatter pair
     f["n_tp"] = L * sum(c.count for c in colls if c.op != "reduce_scatter")
@@ -181,28 +226,52 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     f["t_p2p"] = (links["pp"].time("p2p", f["msg"] / t, 2) + links["tp"].time("all_gather", f["msg"], t)
                   if p > 1 else 0.0)
     f["t_pp_mb"] = 2 * v * f["t_p2p"] * (1 - a.pp_overlap)
-    per_mb = f["t_mm_mb"] + f["t_el_mb"] + f["t_tp_mb"] + f["t_pp_mb"]
+    # context parallelism (K/V around the ring, or Ulysses' all-to-alls) and the MoE all-to-alls
+    f["t_cp_mb"] = cp_micro_batch_time(model, plan, L, links["cp"], f["peak"], a, f) if cp > 1 else 0.0
+    f["t_ep_mb"] = 0.0
+    if ep > 1:
+        from .moe_layer import stage_layer_kinds
+
+        f["moe_layers"] = stage_layer_kinds(model, p, "last")[1]
+        f["t_ep_mb"] = ep_micro_batch_time(model, plan, f["moe_layers"], links["ep"], f)
+    per_mb = f["t_mm_mb"] + f["t_el_mb"] + f["t_tp_mb"] + f["t_pp_mb"] + f["t_cp_mb"] + f["t_ep_mb"]
     f["per_mb"], f["bubble_frac"] = per_mb, (p - 1) / (v * m)
 
-    # data parallel / ZeRO over the DP group
-    P = max(stage_params(model, t, p, "first"), stage_params(model, t, p, "last"))
-    dp, zero, dl = plan.dp, plan.zero, links["dp"]
+    # data parallel / ZeRO over the DP group (dp x cp ranks: CP ranks reduce their gradients
+    # together); an MoE model's routed experts over their expert-DP group (dp x cp / ep ranks)
+    if model.moe is None:
+        split = (max(stage_params(model, t, p, "first"), stage_params(model, t, p, "last")), 0.0)
+    else:
+        from .moe_layer import stage_param_split
+
+        split = max(stage_param_split(model, t, p, "first", ep), stage_param_split(model, t, p, "last", ep),
+                    key=sum)
+    P = sum(split)
+    dp, zero, dl = plan.dp * cp, plan.zero, links["dp"]
+    reducers = [(split[0], dp, dl)] + ([(split[1], plan.edp, links.get("edp", dl))] if split[1] else [])
     f["P"], f["grad_bytes"], f["weight_bytes"] = P, P * prec.grad, P * prec.weight
     # gradients cross the network in fp32 only where the framework reduces its fp32 buffer:
     # Megatron-LM's DDP all-reduces main_grad (grad_reduce_in_fp32, on with bf16); DeepSpeed's
     # ZeRO-2/3 reduce-scatter in communication_data_type, the model's 16-bit dtype by default
+    grad_bpp = prec.grad if zero_stage_reduces_fp32(plan) else prec.weight
     f["grad_comm_bytes"] = f["grad_bytes"] if zero_stage_reduces_fp32(plan) else P * prec.weight
     compute_mb = f["t_mm_mb"] + f["t_el_mb"]
     f["hide"] = compute_mb * (passes - 1) / passes if a.dp_overlap else 0.0  # backward of a micro-batch
     if dp == 1:
         f["dp_ops"], comm, exposed = "none (dp = 1)", 0.0, 0.0
     elif zero <= 1:  # one all-reduce (ZeRO-1: reduce-scatter + all-gather, the same volume)
-        f["dp_ops"] = "1 all-reduce of the gradients per step"
-        comm = dl.time("all_reduce", f["grad_comm_bytes"], dp)
+        f["dp_ops"] = "1 all-reduce of the gradients per step" + (" (+1 of the experts' over edp)"
+                                                                  if len(reducers) > 1 else "")
+        comm = (dl.time("all_reduce", f["grad_comm_bytes"], dp) if len(reducers) == 1 else
+                sum(link.time("all_reduce", n * grad_bpp, k) for n, k, link in reducers))
         exposed = max(0.0, comm - f["hide"])
     elif zero == 2:  # reduce-scatter on every micro-batch, all-gather the updated weights once
         f["dp_ops"] = "1 reduce-scatter of the gradients per micro-batch + 1 all-gather of the weights"
-        rs, ag = dl.time("reduce_scatter", f["grad_comm_bytes"], dp), dl.time("all_gather", f["weight_bytes"], dp)
+        if len(reducers) == 1:
+            rs, ag = dl.time("reduce_scatter", f["grad_comm_bytes"], dp), dl.time("all_gather", f["weight_bytes"], dp)
+        else:
+            rs = sum(link.time("reduce_scatter", n * grad_bpp, k) for n, k, link in reducers)
+            ag = sum(link.time("all_gather", n * prec.weight, k) for n, k, link in reducers)
         comm, exposed = m * rs + ag, m * max(0.0, rs - f["hide"]) + ag
     else:  # ZeRO-3: parameter group by parameter group (see zero3_exposed)
         groups_per_layer = {"deepspeed": 4, "fsdp": 1}[plan.zero3_impl]  # linear modules / one unit
@@ -225,7 +294,8 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     f["dp_total"], f["dp_hidden"] = comm, comm - exposed
 
     # the optimizer step on this GPU's shard (HBM-bound, or on the CPU), and offload transfers
-    f["shard"] = shard = P / (dp if zero >= 1 else 1)
+    f["shard"] = shard = (P / (dp if zero >= 1 else 1) if len(reducers) == 1 else
+                          sum(n / (k if zero >= 1 else 1) for n, k, _ in reducers))
     opt = shard * a.optimizer_traffic / (cluster.gpu.hbm_bytes_per_s * a.hbm_efficiency)
     offload = 0.0
     if plan.offload != "none":
@@ -238,4 +308,33 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
         if plan.offload == "optimizer+params":
             offload += m * 2 * shard * prec.weight / cluster.host.achievable  # the 2 gathers' fetches
     return StepTime(m * f["t_mm_mb"], m * f["t_el_mb"], m * f["t_tp_mb"], m * f["t_pp_mb"],
-                    (p - 1) / v * per_mb, exposed, opt, offload, f)
+                    (p - 1) / v * per_mb, exposed, opt, offload, f, m * f["t_cp_mb"], m * f["t_ep_mb"])
+
+
+def stage_layer_flops(model: ModelSpec, plan: Plan, stage: str, padded: bool = True) -> float:
+    """Forward matmul FLOPs of one micro-batch through the stage's layers on one GPU: ceil(l/pp) x
+    ``layer_forward_flops`` / cp for a dense model; an MoE model's dense and MoE layers
+    (``moe_layer.moe_model_layer_flops``, experts over their padded capacity unless ``padded``
+    is False)."""
+    b, t, cp = plan.micro_batch, plan.tp, plan.cp
+    if model.moe is None:
+        flops = stage_layers(model, plan.pp) * layer_forward_flops(model, b, t)
+        return flops if cp == 1 else flops / cp
+    from .moe_layer import moe_model_layer_flops, stage_layer_kinds
+
+    dense, moe = stage_layer_kinds(model, plan.pp, stage)
+    return (dense * moe_model_layer_flops(model, b, t, cp, False, padded)
+            + moe * moe_model_layer_flops(model, b, t, cp, True, padded))
+
+
+def _mean_layer_activations(model: ModelSpec, plan: Plan) -> float:
+    """Activation bytes of the last stage's mean layer without recompute (what elementwise
+    kernels read and write)."""
+    from .plan_memory import _layer_kinds
+
+    kinds = _layer_kinds(model, plan, "last")
+    per = [(k, activation_bytes_per_layer(model, plan.micro_batch, plan.tp, plan.sequence_parallel, "none",
+                                          cp=plan.cp, moe_layer=moe)) for k, moe in kinds]
+    if len(per) == 1:
+        return per[0][1]
+    return sum(k * x for k, x in per) / sum(k for k, _ in per)

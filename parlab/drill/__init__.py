@@ -28,6 +28,7 @@ API for faces (the chapter 12 notebook, a dashboard)::
     quiz.answered             # whether the current card has been scored
 
     q = BANK[0]; card = q.pose(seed=3); card.check("B")   # without a session
+    quiz = Quiz(bank=BEYOND)  # beyond the guide: context and expert parallelism, DualPipe (chapter 13)
 
 ``check`` never raises on learner input: an unreadable answer comes back with ``readable`` False
 and a message saying what to type, and a quiz does not count it. A widget needs only
@@ -37,13 +38,14 @@ formula or answer lives in the face.
 """
 
 from .bank import BANK, SECTIONS, count_by_section, count_by_topic, get, select
+from .beyond_3d import BEYOND
 from .parse import DIMENSIONS, Unreadable, normalize_name, read_number
 from .questions import KINDS, TOPICS, Card, MultipleChoice, Named, Numeric, Posed, Question, Result
 from .quiz import Quiz, Score
 from .titles import TITLES, guide_titles, title
 
 __all__ = [
-    "BANK", "DIMENSIONS", "KINDS", "SECTIONS", "TITLES", "TOPICS", "Card", "MultipleChoice", "Named",
+    "BANK", "BEYOND", "DIMENSIONS", "KINDS", "SECTIONS", "TITLES", "TOPICS", "Card", "MultipleChoice", "Named",
     "Numeric", "Posed", "Question", "Quiz", "Result", "Score", "Unreadable", "count_by_section",
     "count_by_topic", "get", "guide_titles", "normalize_name", "read_number", "select", "title",
 ]

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from . import generated, practice, problems, strategy, theory_basics, theory_scale
-from .questions import KINDS, TOPICS, Question
+from .questions import BEYOND_TOPICS, KINDS, TOPICS, Question
 from .titles import TITLES
 
 #: every question, in guide order within each module
@@ -59,7 +59,7 @@ def select(sections: str | Iterable[str] | None = None, topics: str | Iterable[s
                 raise ValueError(f"sections: {s!r} is neither a guide section (1.1 ... 4.5) nor a part "
                                  "(1, 2, 3, 4)")
             wanted.update(part or (s,))
-    topics_ = _as_tuple("topics", topics, TOPICS)
+    topics_ = _as_tuple("topics", topics, TOPICS + BEYOND_TOPICS)
     kinds_ = _as_tuple("kinds", kinds, KINDS)
     return [q for q in bank
             if (wanted is None or q.section in wanted) and (topics_ is None or q.topic in topics_)

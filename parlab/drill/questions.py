@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from parlab.course import chapters_for
+from parlab.course import beyond_chapter, chapters_for
 
 from .parse import DIMENSIONS, Unreadable, example_for, normalize_name, read_number, unit_factor
 from .titles import TITLES, title
@@ -25,6 +25,8 @@ from .titles import TITLES, title
 TOPICS = ("memory", "compute", "communication", "data parallel", "pipeline", "tensor parallel",
           "zero", "3d parallel", "memory optimizations", "frameworks", "strategy", "inference",
           "network", "launching")
+#: the topics of the cards beyond the guide (``beyond_3d.BEYOND``), besides ``TOPICS``
+BEYOND_TOPICS = ("context parallel", "expert parallel")
 KINDS = ("choice", "name", "number")
 LETTERS = "ABCDEFGH"
 
@@ -199,8 +201,13 @@ def show_number(value: float | Fraction, dimension: str, unit: str) -> str:
     return f"{v:,.4g} {unit}".strip()
 
 
-def citation(section: str) -> str:
-    """'guide 1.7 (1.7 什么是张量并行...); parlab chapter 05 Tensor parallelism: ...'."""
+def citation(section: str, beyond: bool = False) -> str:
+    """'guide 1.7 (1.7 什么是张量并行...); parlab chapter 05 Tensor parallelism: ...'; for a card
+    beyond the guide, its nearest guide question and the chapter beyond the guide (``course.BEYOND``)."""
+    if beyond:
+        c = beyond_chapter()
+        return (f"Beyond the guide (nearest: guide {section}, {title(section)}); see parlab chapter "
+                f"{c.number:02d} {c.title}.")
     chapters = chapters_for(section)
     where = "; ".join(f"chapter {c.number:02d} {c.title}" for c in chapters)
     return f"See guide {section} ({title(section)}) and parlab {where}."
@@ -228,18 +235,20 @@ class Question:
 
     kind = ""
     generated = False  # True: random parameters, the answer computed by parlab for each seed
+    beyond = False  # True: a card beyond the guide (chapter 13), ``section`` its nearest question
 
     def __post_init__(self) -> None:
         if self.section not in TITLES:
             raise ValueError(f"question {self.key!r}: unknown guide section {self.section!r}")
-        if self.topic not in TOPICS:
-            raise ValueError(f"question {self.key!r}: topic {self.topic!r} is not one of {', '.join(TOPICS)}")
+        if self.topic not in TOPICS + BEYOND_TOPICS:
+            raise ValueError(f"question {self.key!r}: topic {self.topic!r} is not one of "
+                             f"{', '.join(TOPICS + BEYOND_TOPICS)}")
 
     def pose(self, seed: int = 0) -> Card:
         raise NotImplementedError  # pragma: no cover - every subclass defines it
 
     def _explain(self, why: str, working: str = "") -> str:
-        return " ".join(p for p in (why.strip(), working.strip()) if p) + "\n" + citation(self.section)
+        return " ".join(p for p in (why.strip(), working.strip()) if p) + "\n" + citation(self.section, self.beyond)
 
 
 @dataclass(frozen=True)
@@ -309,6 +318,7 @@ class Numeric(Question):
     rtol: float = 0.02
     why: str = ""
     random_parameters: bool = True
+    beyond: bool = False
     kind = "number"
 
     @property

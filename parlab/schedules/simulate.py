@@ -4,10 +4,11 @@ Each stage runs its ops in order, one at a time; an op starts when the stage is 
 dependency (``validate.dependencies``) has ended, plus ``p2p`` seconds when the dependency ran
 on another stage (an activation or gradient crossing a link; sends are asynchronous, the sender
 does not wait). Costs are per stage, for the stage's whole share of the model: a chunk of an
-interleaved schedule costs 1/v of it. A schedule without W runs the whole backward in B, which
-costs ``b + w``. So the default ``Costs()`` (f = b = w = 1) is the textbook convention
-"backward = 2 x forward" (Narayanan et al. 2021, Sec. 2.2: t_b = 2 t_f), and the zero-bubble
-convention T_F = T_B = T_W (Qi et al. 2023, Sec. 2).
+interleaved or V schedule costs 1/v of it (``Schedule.chunk_share``; a DualPipe chunk is a
+whole stage). A schedule without W runs the whole backward in B, which costs ``b + w``. So
+the default ``Costs()`` (f = b = w = 1) is the textbook convention "backward = 2 x forward"
+(Narayanan et al. 2021, Sec. 2.2: t_b = 2 t_f), and the zero-bubble convention T_F = T_B = T_W
+(Qi et al. 2023, Sec. 2).
 
 With equal costs and p2p = 0 this gives the textbook bubble (p-1)/(m+p-1) of the makespan for
 GPipe and 1F1B (Huang et al. 2019; Narayanan et al. 2021, Sec. 2.2.1), 1/v of that bubble time
@@ -24,7 +25,7 @@ from functools import cached_property
 from numbers import Real
 
 from .ops import Op, Schedule
-from .validate import check_ops, execution_order
+from .validate import check_ops, unit_order
 
 Number = int | float | Fraction
 
@@ -52,15 +53,19 @@ def _exact(x: Number) -> Number:
 class Costs:
     """Seconds (or any unit) of one micro-batch through one stage's share of the model:
     ``f`` forward, ``b`` input-gradient backward, ``w`` weight-gradient backward, ``p2p`` one
-    activation or gradient send between stages. Each is a number or one value per stage."""
+    activation or gradient send between stages; ``fb`` an overlapped forward-and-backward pair
+    (DualPipe's F&B: a forward chunk and a full backward chunk computed together, their
+    communication hidden; None = f + b + w, no overlap). Each is a number or one value per
+    stage."""
 
     f: Number | Sequence[Number] = 1
     b: Number | Sequence[Number] = 1
     w: Number | Sequence[Number] = 1
     p2p: Number = 0
+    fb: Number | Sequence[Number] | None = None
 
     def __post_init__(self) -> None:
-        for name in ("f", "b", "w"):
+        for name in ("f", "b", "w") + (("fb",) if self.fb is not None else ()):
             _per_stage(name, getattr(self, name), None)
         if isinstance(self.p2p, Sequence):
             raise ValueError(f"costs: p2p must be one number (every link alike), got {self.p2p!r}")
@@ -70,9 +75,16 @@ class Costs:
         """Per stage, the duration of an F, B and W op of ``schedule``: a chunk's share (1/v) of
         the stage's cost; B includes W when the schedule does not split the backward."""
         f, b, w = (_per_stage(n, getattr(self, n), schedule.p) for n in ("f", "b", "w"))
-        split, v = schedule.split_backward, schedule.v
+        split, v = schedule.split_backward, schedule.chunk_share
         return tuple({"F": _exact(f[s]) / v, "B": _exact(b[s] if split else b[s] + w[s]) / v,
                       "W": _exact(w[s]) / v} for s in range(schedule.p))
+
+    def pair_durations(self, schedule: Schedule) -> tuple[Number | None, ...]:
+        """Per stage, the time of one overlapped F&B pair (``fb``, a chunk's share of it like
+        the others), or None: the pair takes F + B + W, its ops run back to back."""
+        if self.fb is None:
+            return (None,) * schedule.p
+        return tuple(_exact(x) / schedule.chunk_share for x in _per_stage("fb", self.fb, schedule.p))
 
 
 @dataclass(frozen=True)
@@ -130,14 +142,21 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Timeline:
         raise TypeError(f"simulate expects a Schedule, got {type(schedule).__name__}")
     check_ops(schedule)  # execution_order below raises on a deadlock
     durations, p2p, ends = costs.durations(schedule), _exact(costs.p2p), {}
+    fb = costs.pair_durations(schedule)
     free = [_exact(0)] * schedule.p
     spans: list[list[tuple[Op, Number, Number]]] = [[] for _ in range(schedule.p)]
-    for s, _, op, deps in execution_order(schedule):
-        ready = [ends[d] + (p2p if d[0] != s else 0) for d in deps]
+    for s, unit in unit_order(schedule):
+        inside = {(s, op) for _, op, _ in unit}
+        ready = [ends[d] + (p2p if d[0] != s else 0) for _, _, deps in unit for d in deps
+                 if d not in inside]
         start = max([free[s], *ready])
-        end = start + durations[s][op.kind]
-        ends[(s, op)] = free[s] = end
-        spans[s].append((op, start, end))
+        alone = sum(durations[s][op.kind] for _, op, _ in unit)
+        scale = fb[s] / alone if len(unit) > 1 and fb[s] is not None and alone else 1
+        for _, op, _ in unit:  # an F&B pair: its ops share the pair's time in proportion
+            end = start + durations[s][op.kind] * scale
+            ends[(s, op)] = free[s] = end
+            spans[s].append((op, start, end))
+            start = end
     return Timeline(schedule, tuple(tuple(ops) for ops in spans), costs)
 
 
@@ -160,10 +179,11 @@ def peak_chunks_in_flight(schedule: Schedule) -> tuple[int, ...]:
 
 
 def peak_activations(schedule: Schedule) -> tuple[Fraction, ...]:
-    """Per stage: peak activations held, in micro-batches of the whole stage (chunks / v).
+    """Per stage: peak activations held, in micro-batches of the whole stage (chunks / v; a
+    DualPipe chunk is a whole stage of one of its two copies, so chunks / 1).
 
     m on every stage for GPipe; min(p - r, m) on rank r for 1F1B (Narayanan et al. 2021,
     Sec. 3); p + (p - 1)/v on rank 0 for interleaved with m > p (Korthikanti et al. 2022,
     Sec. 4.2.3).
     """
-    return tuple(Fraction(n, schedule.v) for n in peak_chunks_in_flight(schedule))
+    return tuple(Fraction(n, schedule.chunk_share) for n in peak_chunks_in_flight(schedule))

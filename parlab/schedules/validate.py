@@ -2,7 +2,9 @@
 
 The dependencies of pipeline training (Huang et al. 2019, GPipe, Sec. 2.2; for chunks, the
 virtual stages of Megatron's interleaved schedule, Narayanan et al. 2021, Sec. 2.2; for the split
-backward, Qi et al. 2023, Sec. 2), with virtual stage ``u = chunk * p + stage`` of ``p * v``:
+backward, Qi et al. 2023, Sec. 2), with ``u = schedule.virtual_stage(stage, chunk)`` the piece's
+position on the micro-batch's path (``chunk * p + stage`` for Megatron's placement; the V and
+DualPipe placements in ``ops``) and ``schedule.place(u, chunk)`` the (stage, chunk) holding it:
 
 - F of (mb, u) after F of (mb, u - 1): the activation comes from the previous virtual stage;
 - B of (mb, u) after B of (mb, u + 1) (the output gradient), and after its own F;
@@ -28,26 +30,26 @@ RULES = {
 
 def dependencies(schedule: Schedule, stage: int, op: Op) -> list[tuple[int, Op]]:
     """The (stage, op) pairs ``op`` on ``stage`` needs finished before it starts."""
-    u, last = schedule.virtual_stage(stage, op.chunk), schedule.p * schedule.v - 1
+    u, last = schedule.virtual_stage(stage, op.chunk), schedule.depth - 1
     mb = op.microbatch
     if op.kind == "F":
         if u == 0:
             return []
-        s, c = schedule.place(u - 1)
+        s, c = schedule.place(u - 1, op.chunk)
         return [(s, Op("F", mb, c))]
     if op.kind == "W":
         return [(stage, Op("B", mb, op.chunk))]
     own = (stage, Op("F", mb, op.chunk))
     if u == last:
         return [own]
-    s, c = schedule.place(u + 1)
+    s, c = schedule.place(u + 1, op.chunk)
     return [(s, Op("B", mb, c)), own]
 
 
 def check_ops(schedule: Schedule) -> None:
     """Each stage holds exactly the ops it must: F, B (and W if split) of every (mb, chunk)."""
     kinds = ("F", "B", "W") if schedule.split_backward else ("F", "B")
-    expected = {Op(k, mb, c) for k in kinds for mb in range(schedule.m) for c in range(schedule.v)}
+    expected = {Op(k, mb, c) for k in kinds for mb in range(schedule.m) for c in schedule.chunks_of(mb)}
     for s, ops in enumerate(schedule.stages):
         seen: dict[Op, int] = {}
         for i, op in enumerate(ops):
@@ -71,37 +73,50 @@ def check_ops(schedule: Schedule) -> None:
                                      f"{i} before {dep} at position {seen[dep]} (rule: {rule})")
 
 
-def execution_order(schedule: Schedule) -> Iterator[tuple[int, int, Op, list[tuple[int, Op]]]]:
-    """(stage, position, op, its dependencies) in an order where every op comes after them.
+def unit_order(schedule: Schedule) -> Iterator[tuple[int, list[tuple[int, Op, list[tuple[int, Op]]]]]]:
+    """(stage, [(position, op, its dependencies), ...]) for each unit of ``Schedule.units`` (one
+    op, or an overlapped F&B pair), in an order where every unit comes after what its ops need.
 
     Raises ValueError naming the first stage that waits forever, the op it waits at and the
     dependency (with its rule) that can never be met.
     """
+    units = [schedule.units(s) for s in range(schedule.p)]
     deps = [[dependencies(schedule, s, op) for op in ops] for s, ops in enumerate(schedule.stages)]
     done: set[tuple[int, Op]] = set()
     heads = [0] * schedule.p
-    remaining = sum(len(ops) for ops in schedule.stages)
+    remaining = sum(len(u) for u in units)
     while remaining:
         progressed = False
         for s, ops in enumerate(schedule.stages):
-            while heads[s] < len(ops):
-                i = heads[s]
-                if any(d not in done for d in deps[s][i]):
+            while heads[s] < len(units[s]):
+                unit = units[s][heads[s]]
+                inside = {(s, ops[i]) for i in unit}
+                if any(d not in done and d not in inside for i in unit for d in deps[s][i]):
                     break
-                yield s, i, ops[i], deps[s][i]
-                done.add((s, ops[i]))
+                yield s, [(i, ops[i], deps[s][i]) for i in unit]
+                done.update(inside)
                 heads[s] += 1
                 remaining -= 1
                 progressed = True
         if not progressed:
             waits = []
             for s, ops in enumerate(schedule.stages):
-                if heads[s] < len(ops):
-                    op = ops[heads[s]]
-                    ds, dep = next(d for d in dependencies(schedule, s, op) if d not in done)
-                    waits.append(f"stage {s} waits at position {heads[s]}, {op}, for {dep} on "
-                                 f"stage {ds} (rule: {RULES[op.kind]})")
+                if heads[s] < len(units[s]):
+                    unit = units[s][heads[s]]
+                    inside = {(s, ops[j]) for j in unit}
+                    i, ds, dep = next((i, *d) for i in unit for d in deps[s][i]
+                                      if d not in done and d not in inside)
+                    waits.append(f"stage {s} waits at position {i}, {ops[i]}, for {dep} on "
+                                 f"stage {ds} (rule: {RULES[ops[i].kind]})")
             raise ValueError(f"schedule {schedule.name!r} deadlocks: " + "; ".join(waits))
+
+
+def execution_order(schedule: Schedule) -> Iterator[tuple[int, int, Op, list[tuple[int, Op]]]]:
+    """(stage, position, op, its dependencies) in an order where every op comes after them
+    (``unit_order`` op by op; the same ValueError on a deadlock)."""
+    for s, unit in unit_order(schedule):
+        for i, op, deps in unit:
+            yield s, i, op, deps
 
 
 def validate(schedule: Schedule) -> Schedule:

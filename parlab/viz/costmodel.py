@@ -16,7 +16,7 @@ MEMORY_COLORS = {"parameters": "#4c72b0", "gradients": "#dd8452", "optimizer sta
 TIME_COLORS = {"compute: matmuls": "#4c72b0", "compute: elementwise": "#64b5cd",
                "TP communication": "#dd8452", "PP communication": "#ccb974", "pipeline bubble": "#c44e52",
                "DP/ZeRO communication (exposed)": "#55a868", "optimizer step": "#8172b3",
-               "offload transfers": "#937860"}
+               "offload transfers": "#937860", "CP communication (exposed)": "#da8bc3", "EP all-to-all": "#8c8c3c"}
 ZERO_COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52"]
 
 

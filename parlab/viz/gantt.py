@@ -18,7 +18,8 @@ from .figures import new_figure
 COLORS = {"F": "#4c72b0", "B": "#dd8452", "W": "#55a868"}
 KIND_NAMES = {"F": "forward", "B": "backward", "W": "weight gradient"}
 SCHEDULE_COLORS = {"naive": "#7f7f7f", "gpipe": "#c44e52", "1f1b": "#4c72b0",
-                   "interleaved": "#8172b3", "zb-h1": "#55a868"}
+                   "interleaved": "#8172b3", "zb-h1": "#55a868", "zb-v": "#64b5cd",
+                   "dualpipe": "#ccb974", "dualpipe-v": "#8c613c"}
 TRADEOFF_COLORS = {"GPipe": SCHEDULE_COLORS["gpipe"], "PipeDream-Flush (1F1B)": SCHEDULE_COLORS["1f1b"],
                    "PipeDream": "#937860", "PipeDream-2BW": "#da8bc3"}
 IDLE = "#e8e8e8"
@@ -65,7 +66,7 @@ def plot_gantt(ax, timeline: Timeline, title: str | None = None, unit: str = "ti
     names = dict(KIND_NAMES, B="backward (input grad)" if "W" in kinds else "backward")
     handles = [Patch(facecolor=COLORS[k], label=names[k]) for k in kinds]
     handles += [Patch(facecolor="#999999", edgecolor="white", hatch=HATCHES[c % len(HATCHES)],
-                      label=f"chunk {c}") for c in range(sched.v if sched.v > 1 else 0)]
+                      label=chunk_label(sched, c)) for c in range(sched.v if sched.v > 1 else 0)]
     handles.append(Patch(facecolor=IDLE, label="idle"))
     ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(handles),
               fontsize=FONT, frameon=False, borderaxespad=0.2, handlelength=1.2,
@@ -74,6 +75,13 @@ def plot_gantt(ax, timeline: Timeline, title: str | None = None, unit: str = "ti
     ax.set_title(f"{head}: p={p}, m={sched.m}, bubble {float(timeline.bubble_fraction):.1%}",
                  fontsize=FONT + 1, loc="left", pad=22)
     return boxes
+
+
+def chunk_label(sched, c: int) -> str:
+    """The legend's name of chunk c: where it runs for the V and DualPipe placements."""
+    p = sched.p
+    ways = {"v": ("down", "back up"), "dual": (f"rank 0\u2192{p - 1}", f"rank {p - 1}\u21920")}
+    return f"chunk {c}" + (f" ({ways[sched.placement][c]})" if sched.placement in ways else "")
 
 
 def _digit_px(dpi: float) -> float:
@@ -130,10 +138,11 @@ def plot_bubble_vs_m(ax, p: int, ms: Iterable[int], v: int = 2, costs: Costs | N
 
 
 def bubble_figure(p: int, ms: Iterable[int], v: int = 2, costs: Costs | None = None,
-                  width: float = 6.0, height: float = 3.4):
-    """A Figure with ``plot_bubble_vs_m``."""
+                  width: float = 6.0, height: float = 3.4,
+                  names: Iterable[str] = ("gpipe", "1f1b", "interleaved", "zb-h1")):
+    """A Figure with ``plot_bubble_vs_m`` (``names``: the schedules drawn)."""
     fig = new_figure(width, height, left=0.11, right=0.97, bottom=0.15, top=0.9)
-    plot_bubble_vs_m(fig.add_subplot(), p, ms, v, costs)
+    plot_bubble_vs_m(fig.add_subplot(), p, ms, v, costs, names)
     return fig
 
 

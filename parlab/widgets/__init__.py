@@ -2,6 +2,7 @@
 
 from .advisor import AdvisorDashboard
 from .base import Dashboard
+from .beyond_3d import FiveDDashboard
 from .comm import CommTimeDashboard
 from .data_parallel import DataParallelDashboard
 from .drill import DrillDashboard
@@ -15,6 +16,7 @@ from .walls import ComputeWallDashboard, MemoryWallDashboard
 from .zero import ZeroDashboard
 
 __all__ = ["AdvisorDashboard", "CommTimeDashboard", "ComputeWallDashboard", "Dashboard", "DataParallelDashboard", "DrillDashboard",
+           "FiveDDashboard",
            "InferenceDashboard", "MemoryOptDashboard", "MemoryWallDashboard", "PipelineDashboard",
            "PlanDashboard", "SearchDashboard", "TensorParallelDashboard", "ThreeDDashboard",
            "ZeroDashboard"]

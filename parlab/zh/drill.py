@@ -14,16 +14,17 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field, replace
 
-from parlab.course import chapters_for
+from parlab.course import beyond_chapter, chapters_for
 from parlab.drill.parse import DIMENSIONS, normalize_name
 from parlab.drill.questions import LETTERS, Card, Question, Result, title, wrap
 
+from .drill_beyond import ZH_BEYOND
 from .drill_part1 import ZH as _ZH1
 from .drill_part2 import EXTRA
 from .drill_part2 import ZH as _ZH2
 from .tokens import fill
 
-ZH: dict[str, dict] = {**_ZH1, **_ZH2}
+ZH: dict[str, dict] = {**_ZH1, **_ZH2}  # the guide's bank; the cards beyond it: ZH_BEYOND
 
 #: Chinese names of the named options (shown beside the option, accepted as an answer)
 NAME_ZH: dict[str, str] = {
@@ -37,7 +38,7 @@ TOPIC_ZH = {
     "memory": "显存", "compute": "算力", "communication": "通信", "data parallel": "数据并行",
     "pipeline": "流水线", "tensor parallel": "张量并行", "zero": "ZeRO", "3d parallel": "3D 并行",
     "memory optimizations": "显存优化", "frameworks": "框架", "strategy": "策略", "inference": "推理",
-    "network": "网络", "launching": "启动",
+    "network": "网络", "launching": "启动", "context parallel": "上下文并行", "expert parallel": "专家并行",
 }
 UNIT_ZH = {"years": "年", "days": "天", "s": "秒", "ms": "毫秒"}
 
@@ -51,8 +52,12 @@ def _english_parts(question: Question, seed: int) -> tuple[str, str]:
     return posed.prompt, posed.working
 
 
-def citation_zh(section: str) -> str:
-    """'参见 guide 1.7（…）和 parlab 第 05 章 …。'"""
+def citation_zh(section: str, beyond: bool = False) -> str:
+    """'参见 guide 1.7（…）和 parlab 第 05 章 …。'; a card beyond the guide names its nearest guide
+    question and the chapter beyond the guide."""
+    if beyond:
+        c = beyond_chapter()
+        return f"超出指南范围（最接近的是 guide {section}，{title(section)}）；参见 parlab 第 {c.number:02d} 章 {c.title}。"
     where = "；".join(f"第 {c.number:02d} 章 {c.title}" for c in chapters_for(section))
     return f"参见 guide {section}（{title(section)}）和 parlab {where}。"
 
@@ -104,9 +109,11 @@ class ZhCard(Card):
 def translate(question: Question, seed: int = 0) -> ZhCard:
     """``question`` posed with ``seed`` (the English card), its text in Chinese."""
     english = question.pose(seed)
-    if question.key not in ZH:
-        raise ValueError(f"drill card {question.key!r} has no Chinese text (parlab.zh.drill_part1/2.ZH)")
-    zh = ZH[question.key]
+    texts = ZH_BEYOND if question.beyond else ZH
+    if question.key not in texts:
+        raise ValueError(f"drill card {question.key!r} has no Chinese text (parlab.zh.drill_part1/2.ZH, "
+                         f"drill_beyond.ZH_BEYOND)")
+    zh = texts[question.key]
     names = {k: v for k, v in english.params.items() if isinstance(v, str)}
     if question.key in EXTRA:
         names.update(EXTRA[question.key](english.params))
@@ -122,7 +129,7 @@ def translate(question: Question, seed: int = 0) -> ZhCard:
         options = tuple(put(twins[o], o) for o in english.options)
     why = put(zh.get("y"), question.why)
     working = put(zh.get("k"), working_en) if working_en else ""
-    explanation = " ".join(p for p in (why, working) if p) + "\n" + citation_zh(question.section)
+    explanation = " ".join(p for p in (why, working) if p) + "\n" + citation_zh(question.section, question.beyond)
     return ZhCard(english.key, english.section, english.topic, english.kind, put(zh["p"], prompt_en), options,
                   english.answer, explanation, english.unit, english.dimension, english.rtol, dict(english.params),
                   english.aliases, english=english)
