@@ -53,12 +53,13 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter(8, "3d_parallelism", "3D parallelism", ("1.9", "1.14", "2.1", "2.2")),
     Chapter(9, "memory_optimizations", "Memory optimisations: recompute, offload, mixed precision", ("1.10", "1.21")),
     Chapter(10, "choosing_a_strategy", "Choosing a strategy: the cost model as an advisor",
-            ("1.18", "1.19", "1.20", "1.22", "2.3", "3.1", "3.2", "3.3", "3.4", "3.5")),
+            ("1.18", "1.20", "1.22", "2.3", "3.1", "3.2", "3.3", "3.4", "3.5")),
     Chapter(11, "practice", "Practice: inference speed, multi-node bandwidth, launching runs",
             ("4.1", "4.2", "4.3", "4.4", "4.5")),
     Chapter(12, "interview_drill", "Interview drill", ()),
-    Chapter(13, "derivations", "Derivations: activations, FLOPs, MFU, ZeRO, TP bytes, three inequalities", ()),
     Chapter(13, "beyond_3d", "Long context and mixture of experts: the 4th and 5th dimensions", ()),
+    Chapter(14, "derivations", "Derivations: activations, FLOPs, MFU, ZeRO, TP bytes, three inequalities", ()),
+    Chapter(15, "how_true_the_numbers_are", "How true the numbers are: the cost model against published runs", ()),
 )
 
 #: the chapter beyond the guide (context and expert parallelism, DualPipe): it answers no guide

@@ -1,4 +1,4 @@
-"""The derivations an interviewer asks for, term by term (chapter 13): each returns its terms with
+"""The derivations an interviewer asks for, term by term (chapter 14): each returns its terms with
 the formula and the paper behind it, and ``tests/test_derivations.py`` checks every total against the
 cost model's own number (``parlab.costmodel``), so the derivation and the model cannot drift apart.
 

@@ -60,6 +60,17 @@ def chapters() -> list[str]:
     return [path.name for path in sorted((ROOT / "course").glob("*.ipynb"))]
 
 
+#: the chapters are dealt round this many files (this one and tests/test_browser_shard*.py),
+#: each with its own JupyterLab and Chromium: ``make test`` keeps a file on one worker, and as
+#: one file the browser test alone set the suite's wall time
+SHARDS = 3
+
+
+def shard(k: int) -> list[str]:
+    """The chapters that file ``k`` of the SHARDS checks: every SHARDS-th, from the k-th."""
+    return chapters()[k::SHARDS]
+
+
 def dashboard_cells(chapter: str) -> list[int]:
     """Indices (among code cells) of the cells that build a dashboard."""
     return [i for i, c in enumerate(code_cells(chapter)) if DASHBOARD_CALL.search(c.source)]
@@ -265,7 +276,7 @@ def assert_reacts(page, dash, chapter: str, k: int) -> None:
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("chapter", chapters())
+@pytest.mark.parametrize("chapter", shard(0))
 def test_chapter_shows_crisp_figures_and_its_dashboards_react_and_fit(lab, browser, chapter):
     from playwright.sync_api import expect
 

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT.parent / "shared" / "guide" / "interview_guide_zh.txt"
 SHORT = "**The short answer an interviewer wants.**"
 OWNED = ["01_why_distributed", "02_communication", "03_data_parallel", "04_pipeline_parallel",
-         "05_tensor_parallel", "06_comparing", "08_3d_parallelism", "09_memory_optimizations", "13_derivations"]
+         "05_tensor_parallel", "06_comparing", "07_zero_fsdp", "08_3d_parallelism", "09_memory_optimizations",
+         "10_choosing_a_strategy", "11_practice", "12_interview_drill", "14_derivations", "15_how_true_the_numbers_are"]
 
 
 def _cells(name: str):
@@ -47,7 +48,7 @@ def test_every_chapter_printing_a_llama_total_cites_the_one_walk():
 
 def test_chapter_06_links_mfu_to_the_derivations():
     text = " ".join(c.source for c in _cells("06_comparing"))
-    assert "13_derivations.ipynb" in text and "MFU" in text
+    assert "14_derivations.ipynb" in text and "MFU" in text
 
 
 @pytest.mark.skipif(not GUIDE.exists(), reason="the guide is not beside this checkout")
@@ -77,3 +78,28 @@ def test_the_ways_out_of_guide_1_12_beside_the_naive_split():
     assert all(3 * e.step_time < naive.step_time for e in three)
     offload = opts["1 GPU, optimizer offloaded"]
     assert offload.plan.n_gpus == 1 and all(offload.tokens_per_s < e.tokens_per_s / e.plan.n_gpus for e in three)
+
+
+def test_chapter_10s_1_18_verdict_and_chapter_15s_overlap_claim_use_the_shared_band():
+    """Chapter 10: TP over PCIe beats the best plan without TP on a 10 GbE cluster by more than the
+    band; chapter 15: with perfect overlap ZeRO-3 ties 3D at 512 GPUs, and is beyond the band at 1,024."""
+    from parlab.costmodel import get_model
+    from parlab.costmodel.assumptions import DEFAULT
+    from parlab.costmodel.scenarios import tp_without_nvlink, zero3_vs_3d
+    from parlab.costmodel.validation import is_tie
+
+    gpt3 = get_model("gpt3-175b")
+    _, best, no_tp = tp_without_nvlink(gpt3, 1024, 1536, "pcie-10gbe", slowdowns=(1,)).rows[0]
+    assert best.plan.tp > 1 and no_tp.plan.tp == 1 and not is_tie(no_tp.step_time / best.step_time - 1)
+    at512, at1024 = zero3_vs_3d(gpt3, [512, 1024], 2048, assumptions=DEFAULT.with_(zero3_overlap=1.0))
+    margin = [p.three_d.model_tflops_per_gpu / p.zero3.model_tflops_per_gpu - 1 for p in (at512, at1024)]
+    assert margin[0] > 0 and is_tie(margin[0]) and not is_tie(margin[1])
+
+
+def test_chapter_10_does_not_repeat_chapter_07s_1_17_and_1_19():
+    from parlab.course import chapters_for
+
+    assert [c.number for c in chapters_for("1.19")] == [7] and [c.number for c in chapters_for("1.17")] == [7]
+    text = " ".join(c.source for c in _cells("10_choosing_a_strategy"))
+    assert "guide_1_19(" not in text and "megatron_zero3(" not in text and "zero3_ranking(" not in text
+    assert "07_zero_fsdp.ipynb" in text and "15_how_true_the_numbers_are.ipynb" in text

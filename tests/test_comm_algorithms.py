@@ -203,3 +203,44 @@ def test_shm_direct_reads_the_windows_on_the_world_and_sends_messages_on_a_group
     assert per_rank[0]["world"][0] == x.tobytes()
     assert per_rank[0]["world default"] == "shm_direct"  # large, 3+ ranks, the world
     assert per_rank[0]["group default"] == "ring"  # a sub-group has no windows of its own
+
+
+def direct_broadcasts(comm) -> dict:
+    """shm_direct broadcasts from every root on the world, interleaved with shm_direct
+    all-reduces (they share the slots and the counters), and on a sub-group (messages)."""
+    from parlab.comm.local import DIRECT_MIN_BYTES
+
+    n, out = comm.world_size, {}
+    big = DIRECT_MIN_BYTES // 4 + 5  # float32 elements: more chunks than slots
+    for root in range(n):
+        x = np.full(big, comm.rank, np.float32) + np.arange(big, dtype=np.float32) % 7
+        comm.reset_traffic()
+        x = comm.broadcast(x, src=root)
+        t = comm.traffic()["broadcast"]
+        y = comm.all_reduce(np.arange(big, dtype=np.float32) % 5 + comm.rank)
+        out[root] = (x.tobytes(), t.bytes_sent, t.bytes_recv, y.tobytes())
+    out["default"] = comm._algorithm("broadcast", None, 4 * big)
+    sub = comm.new_group(list(range(1, n)))
+    if sub is not None:  # ranks 1.. n-1: the group's rank 0 is the world's rank 1
+        z = np.arange(300, dtype=np.float64) + comm.rank
+        z = sub.broadcast(z, src=0, algorithm="shm_direct")
+        out["group"] = z.tobytes()
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_shm_direct_broadcast_gives_every_rank_the_roots_buffer_and_the_modelled_bytes(n):
+    from parlab.comm import World
+
+    with World(n, capacity=1 << 16) as world:  # 64 KiB windows: many chunks, slots reused
+        per_rank = world.run(direct_broadcasts)
+    for root in range(n):
+        want = per_rank[root][root][0]  # the root's own buffer, untouched by its broadcast
+        for rank, got in enumerate(per_rank):
+            assert got[root][0] == want, (root, rank)
+            assert got[root][3] == per_rank[0][root][3]  # the all-reduce after it, bit-identical
+            nbytes = len(want)
+            assert got[root][1:3] == alphabeta.traffic("broadcast", "shm_direct", n, nbytes, rank, root)
+    assert {r["default"] for r in per_rank} == {"shm_direct"}  # large, the world, any n
+    group = [r["group"] for r in per_rank if "group" in r]
+    assert group and all(g == (np.arange(300, dtype=np.float64) + 1).tobytes() for g in group)

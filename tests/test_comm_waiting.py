@@ -26,14 +26,34 @@ from parlab.comm.waiting import (
 launch_module = sys.modules["parlab.comm.launch"]
 
 
+def idle():
+    return 1  # a machine where only the waiting rank runs
+
+
 def test_ranks_that_outnumber_the_cores_never_spin():
-    assert WaitPolicy(4, spin_s=1e-4, cores=2).budget() == 0.0
-    assert WaitPolicy(4, spin_s=1e-4, cores=2).oversubscribed
-    assert WaitPolicy(2, spin_s=1e-4, cores=2).budget() == 1e-4
+    assert WaitPolicy(4, spin_s=1e-4, cores=2, runnable=idle).budget() == 0.0
+    assert WaitPolicy(4, spin_s=1e-4, cores=2, runnable=idle).oversubscribed
+    assert WaitPolicy(2, spin_s=1e-4, cores=2, runnable=idle).budget() == 1e-4
+
+
+def test_no_spin_while_other_tasks_wait_for_a_core():
+    """Two ranks on two cores, but a browser and an IDE busy too: a spin would hold a core
+    that a runnable task (maybe the peer it waits for) needs."""
+    busy = iter([5, 2, 3, 1])
+    policy = WaitPolicy(2, spin_s=1e-4, cores=2, runnable=lambda: next(busy))
+    assert [policy.budget() for _ in range(4)] == [0.0, 1e-4, 0.0, 1e-4]
+    assert WaitPolicy(2, spin_s=1e-4, cores=2, runnable=lambda: None).budget() == 1e-4  # unknown
+
+
+def test_the_machine_tells_how_many_tasks_are_runnable():
+    from parlab.comm.waiting import runnable_tasks
+
+    n = runnable_tasks()
+    assert n is None or n >= 1  # at least the caller itself, where Linux says
 
 
 def test_spinning_stops_for_a_while_when_it_mostly_misses_and_then_tries_again():
-    policy = WaitPolicy(2, spin_s=1e-4, cores=8)
+    policy = WaitPolicy(2, spin_s=1e-4, cores=8, runnable=idle)
     for i in range(WINDOW):
         policy.spun(hit=i % 8 == 0)  # 1 in 8 spins saw the event: a busy machine
     assert [policy.budget() for _ in range(REST)] == [0.0] * REST
@@ -41,7 +61,7 @@ def test_spinning_stops_for_a_while_when_it_mostly_misses_and_then_tries_again()
 
 
 def test_spinning_goes_on_while_it_pays():
-    policy = WaitPolicy(2, spin_s=1e-4, cores=8)
+    policy = WaitPolicy(2, spin_s=1e-4, cores=8, runnable=idle)
     for i in range(3 * WINDOW):
         policy.spun(hit=i % 2 == 0)
     assert policy.budget() == 1e-4

@@ -1,4 +1,4 @@
-"""Chapter 13's derivations, each checked against the cost model's own number (issue 19 item 15)."""
+"""Chapter 14's derivations, each checked against the cost model's own number (issue 19 item 15)."""
 
 import math
 

@@ -7,6 +7,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from parlab.comm import launch
 from parlab.costmodel import get_model
@@ -93,6 +95,16 @@ def test_ulysses_needs_cp_to_divide_the_heads_in_one_line():
     assert "n_head % cp == 0" in rows[1][3]  # Ulysses at cp 64 > 32 heads: says why
 
 
+def test_ring_attention_refuses_mismatched_or_unsplittable_blocks_before_communicating():
+    from parlab.parallel.context_parallel import ring_attention
+
+    x = torch.zeros(1, 2, 4, 3)
+    with pytest.raises(ValueError, match=r"share one shape .*\(1, 2, 4, 3\), \(1, 2, 2, 3\)"):
+        ring_attention(x, x[..., :2, :], x, comm=None)
+    with pytest.raises(ValueError, match="n = s / cp must be even, got n=3"):
+        ring_attention(x[..., :3, :], x[..., :3, :], x[..., :3, :], comm=None, balanced=True)
+
+
 def test_activation_memory_is_divided_by_the_degree_for_all_three():
     m = get_model("llama-7b")
     whole = activation_bytes_per_layer(m, 1)
@@ -118,6 +130,23 @@ def test_merging_block_states_equals_softmax_attention_over_all_keys():
     lse = torch.logsumexp((q[..., 4:, :] @ k.transpose(-2, -1) / math.sqrt(4)).masked_fill(
         torch.ones(4, 8, dtype=torch.bool).triu(5), float("-inf")), dim=-1)
     assert (merge(first, second).lse() - lse).abs().max() < 1e-12
+
+
+@settings(max_examples=20)
+@given(cuts=st.lists(st.integers(1, 11), min_size=1, max_size=4, unique=True), seed=st.integers(0, 99),
+       reverse=st.booleans())
+def test_any_split_of_the_keys_merged_in_any_order_is_softmax_attention(cuts, seed, reverse):
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(1, 2, 3, 4, generator=gen, dtype=torch.float64) * 10  # (b, a, n, d)
+    k, v = (torch.randn(1, 2, 12, 4, generator=gen, dtype=torch.float64) for _ in range(2))
+    bounds = [0, *sorted(cuts), 12]
+    states = [block_state(q, k[..., a:b, :], v[..., a:b, :], diagonal=False)
+              for a, b in zip(bounds, bounds[1:], strict=False)]
+    state = None
+    for s in states[::-1] if reverse else states:
+        state = merge(state, s)
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v)  # torch's own
+    assert (state.output() - want).abs().max() < 1e-12
 
 
 @pytest.mark.parametrize("balanced", [False, True])
@@ -147,3 +176,5 @@ def test_context_parallel_attention_equals_serial_and_sends_the_predicted_bytes(
                                                                         p.messages_backward)
         if method == "ring":
             assert result.work() == result.predicted_work() == causal_work(16, cp, balanced)
+            rows, _ = result.work_rows()
+            assert [row[1] for row in rows] == [row[2] for row in rows] == list(result.work())

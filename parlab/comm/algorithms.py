@@ -11,7 +11,8 @@ torch.distributed, and is what a learner writes in exercise 02. The names are th
     recursive_doubling   log2(p) rounds of whole-buffer exchanges with rank XOR 2^k
     binomial_tree        log2(p) rounds, the set of ranks holding the data doubling each round
     naive                everything through one root, one message per rank
-    shm_direct           all-reduce by direct reads of the peers' shared windows (one host)
+    shm_direct           all-reduce and broadcast by direct reads of the peers' shared windows
+                         (one host)
     pairwise, dissemination   all-to-all and barrier
 
 Sources. Ring reduce-scatter/all-gather/all-reduce: Patarasuk & Yuan, "Bandwidth optimal
@@ -352,6 +353,20 @@ def shm_direct_all_reduce(comm, x: A.Array, op: str) -> A.Array:
     return x
 
 
+def shm_direct_broadcast(comm, x: A.Array, root: int) -> A.Array:
+    """The root's buffer read by every peer at once: on the local backend's world communicator
+    straight out of the root's shared window (``parlab.comm.direct``: the root writes each
+    chunk once, the p-1 peers copy it out in parallel, 1 synchronisation per chunk); elsewhere
+    the root sends the whole buffer to each peer. The root is read (p-1) n, each peer reads n,
+    either way. In place."""
+    if comm.world_size == 1:
+        return x
+    direct = comm._direct() if hasattr(comm, "_direct") else None
+    if direct is not None:
+        return direct.broadcast(comm, x, root)
+    return naive_broadcast(comm, x, root)
+
+
 def naive_broadcast(comm, x: A.Array, root: int) -> A.Array:
     """The root sends the whole array to every other rank in turn: n-1 messages on its link."""
     if comm.rank == root:
@@ -494,7 +509,7 @@ def _blocks(x: A.Array, n: int) -> list:
 TABLE: dict[str, dict[str, Callable]] = {
     "barrier": {"dissemination": dissemination_barrier},
     "broadcast": {"ring": ring_broadcast, "binomial_tree": binomial_tree_broadcast,
-                  "naive": naive_broadcast},
+                  "naive": naive_broadcast, "shm_direct": shm_direct_broadcast},
     "reduce": {"ring": ring_reduce, "binomial_tree": binomial_tree_reduce, "naive": naive_reduce},
     "all_reduce": {"ring": ring_all_reduce, "double_binary_tree": double_binary_tree_all_reduce,
                    "recursive_doubling": recursive_doubling_all_reduce, "naive": naive_all_reduce,

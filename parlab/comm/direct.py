@@ -1,23 +1,30 @@
-"""``shm_direct``: an intra-host all-reduce by direct reads of every peer's shared window.
+"""``shm_direct``: intra-host collectives by direct reads of every peer's shared window.
 
 What shared-memory transports do inside one host (MPICH's and Open MPI's shared-memory
 collectives; NCCL's single-node path with P2P/SHM, where each GPU reads its peers' buffers
-instead of forwarding through a ring): the buffer goes in chunks of ``capacity`` bytes (the
-local backend's ring size), each in two phases, for p ranks and a chunk of m bytes:
+instead of forwarding through a ring): the buffer goes in chunks of at most ``capacity``
+bytes (the local backend's ring size). The all-reduce takes each chunk of m bytes, for p
+ranks, in three phases:
 
-1. every rank copies its chunk into its own window in the arena; barrier;
+1. every rank copies its chunk into its own window in the arena;
 2. reduce-scatter by direct reads: rank r combines block r (m/p bytes) of every rank's window,
    in rank order (``((x0 op x1) op x2) ...``, so every rank ends with the same bits), into its
-   window's block r; barrier;
+   window's block r;
 3. all-gather by direct reads: every rank copies block j of rank j's window into its result.
 
+The broadcast is one phase: the root copies the chunk into its window and every peer copies
+it out, so the chunk crosses memory once per reader instead of being forwarded along a chain.
+
 The two windows of a rank are cut in slots that successive chunks use in turn; instead of
-barriers each rank publishes a counter after each phase (``Direct.all_reduce``), so a rank
-waits only for the data it reads, and for the peers to have read a slot before it reuses it. Per rank and chunk it reads (p-1)/p m
-bytes from its peers in each phase, 2(p-1)/p m in all, as the ring sends, in 2 synchronisations
-instead of 2(p-1) steps: ``parlab.costmodel.alphabeta`` models it so. The counters are
-one per rank in the arena (x86's ordered stores make the window's bytes visible before the
-counter; elsewhere the local backend sends messages, ``algorithms.shm_direct_all_reduce``).
+barriers each rank publishes a counter after each phase (3g+1, 3g+2, 3g+3 for chunk g: in my
+slot, reduced, read everything I needed of it), so a rank waits only for the data it reads,
+and for the peers to have read a slot before it reuses it. Per rank and chunk the all-reduce
+reads (p-1)/p m bytes from its peers in each of its two reading phases, 2(p-1)/p m in all, as
+the ring sends, in 2 synchronisations instead of 2(p-1) steps; the broadcast has every peer
+read m once, in 1: ``parlab.costmodel.alphabeta`` models both so. The counters are one per
+rank in the arena (x86's ordered stores make the window's bytes visible before the counter;
+elsewhere the local backend sends messages, ``algorithms.shm_direct_all_reduce`` and
+``algorithms.shm_direct_broadcast``).
 """
 
 from __future__ import annotations
@@ -57,13 +64,15 @@ class Direct:
         self.counts[self.rank][0] = value  # after the bytes it announces (x86: stores in order)
         futex_wake(self.words[self.rank])  # peers asleep on it (waiting.py)
 
-    def wait_all(self, value: int) -> None:
-        """Until every peer's counter has reached ``value``: a short spin where the ranks have
-        cores to spare (``WaitPolicy``), else asleep on the counter until its owner wakes us."""
+    def wait_all(self, value: int, ranks: range | tuple[int, ...] | None = None) -> None:
+        """Until the counter of every peer (of ``ranks``: default all) has reached ``value``: a
+        short spin where the ranks have cores to spare (``WaitPolicy``), else asleep on the
+        counter until its owner wakes us."""
         budget = self.policy.budget()
         spin_until = time.perf_counter() + budget
         hit = True
-        for r, count in enumerate(self.counts):
+        for r in range(self.n) if ranks is None else ranks:
+            count = self.counts[r]
             if r == self.rank or int(count[0]) >= value:
                 continue
             self.status.waiting(r)
@@ -83,10 +92,11 @@ class Direct:
         """x reduced over the world, in place (x is contiguous, on the CPU).
 
         Chunk g goes through slot g mod S of the windows (S slots of slot_bytes); each rank's
-        counter reads 2g+1 once its chunk g is in its slot, 2g+2 once its block of it is reduced.
-        A rank reduces chunk g when every counter is >= 2g+1, gathers it when >= 2g+2, and
-        reuses a slot when every peer has gathered the chunk that was there (>= 2(g-S+1)+1):
-        no barrier, so a rank runs up to S chunks ahead of the slowest."""
+        counter reads 3g+1 once its chunk g is in its slot, 3g+2 once its block of it is
+        reduced, 3g+3 once it has gathered the chunk. A rank reduces chunk g when every counter
+        is >= 3g+1, gathers it when >= 3g+2, and reuses a slot when every peer has gathered the
+        chunk that was there (>= 3(g-S)+3): no barrier, so a rank runs up to S chunks ahead of
+        the slowest."""
         flat, n, me = A.flat(x), self.n, self.rank
         size = A.itemsize(A.dtype_name(x))
         per_chunk = max(n, (self.slot_bytes // size) // n * n)
@@ -100,10 +110,10 @@ class Direct:
             slot = [self.slots[r][g % S] for r in range(n)]
             base, nbytes = lo * size, (hi - lo) * size
             if g >= S:
-                self.wait_all(2 * (g - S + 1) + 1)
+                self.wait_all(3 * (g - S) + 3)
             slot[me][:nbytes] = raw[base:base + nbytes]
-            self.publish(2 * g + 1)
-            self.wait_all(2 * g + 1)
+            self.publish(3 * g + 1)
+            self.wait_all(3 * g + 1)
             bounds = [(a * size, b * size) for a, b in block_bounds(hi - lo, n)]
             a, b = bounds[me]
             if b > a:  # x's own block is in the slot now: reduce into x, then publish it
@@ -113,8 +123,8 @@ class Direct:
                 for r in range(2, n):
                     A.reduce_arrays(acc, view[r], op)
                 slot[me][a:b] = raw[base + a:base + b]
-            self.publish(2 * g + 2)
-            self.wait_all(2 * g + 2)
+            self.publish(3 * g + 2)
+            self.wait_all(3 * g + 2)
             for r in range(n):
                 if r != me:
                     ra, rb = bounds[r]
@@ -124,4 +134,38 @@ class Direct:
                     got = (b - a) + (bounds[r][1] - bounds[r][0])
                     acct.message(sig.op, "recv", got, r, start, sig.seq)
                     acct.message(sig.op, "send", got, r, start, sig.seq)
+            self.publish(3 * g + 3)
+        return x
+
+    def broadcast(self, comm, x: A.Array, root: int) -> A.Array:
+        """x from ``root`` on every rank, in place (x is contiguous, on the CPU).
+
+        Chunk g goes through slot g mod S of the root's windows: the root copies it in once the
+        peers have read the chunk that was there (every counter >= 3(g-S)+3) and publishes
+        3g+3; a peer copies it out once the root's counter is >= 3g+1 and publishes 3g+3. The
+        root writes chunk g while the peers still read chunk g-1."""
+        n, me = self.n, self.rank
+        size = A.itemsize(A.dtype_name(x))
+        per_chunk = max(1, self.slot_bytes // size)
+        S = len(self.slots[root])
+        raw = A.byte_view(x)
+        sig, acct = comm._sig, comm._acct
+        for lo, hi in slices(len(A.flat(x)), per_chunk):
+            start = acct.now()
+            g = self.chunks
+            self.chunks += 1
+            slot = self.slots[root][g % S]
+            base, nbytes = lo * size, (hi - lo) * size
+            if me == root:
+                if g >= S:
+                    self.wait_all(3 * (g - S) + 3)
+                slot[:nbytes] = raw[base:base + nbytes]
+                for r in range(n):  # what each peer will read of this rank's slot
+                    if r != me:
+                        acct.message(sig.op, "send", nbytes, r, start, sig.seq)
+            else:
+                self.wait_all(3 * g + 1, (root,))
+                raw[base:base + nbytes] = slot[:nbytes]
+                acct.message(sig.op, "recv", nbytes, root, start, sig.seq)
+            self.publish(3 * g + 3)
         return x

@@ -17,7 +17,9 @@ from .message import Header
 from .shm import Status
 
 # From this size up the default all-reduce of the world (3 ranks or more) is shm_direct: 2
-# barriers per window-sized chunk beat the ring's 2(p-1) steps once the copies dominate.
+# synchronisations per window-sized chunk beat the ring's 2(p-1) steps once the copies
+# dominate; so is the default broadcast of the world (2 ranks or more): every peer copies the
+# root's window once, where the chain copies each chunk in and out at every hop.
 DIRECT_MIN_BYTES = 1 << 20
 
 
@@ -55,9 +57,10 @@ class LocalCommunicator(Communicator):
         return self._engine.direct if self.ctx == 0 and self.world_size == self._engine.n else None
 
     def _algorithm(self, op: str, algorithm: str | None, nbytes: int) -> str:
-        """The default large all-reduce of the world communicator reads the peers' windows."""
-        if (algorithm is None and op == "all_reduce" and nbytes >= DIRECT_MIN_BYTES
-                and self.world_size > 2 and self._direct() is not None):
+        """The default large all-reduce and broadcast of the world communicator read the peers'
+        windows."""
+        if (algorithm is None and nbytes >= DIRECT_MIN_BYTES and self._direct() is not None
+                and (op == "broadcast" or (op == "all_reduce" and self.world_size > 2))):
             return "shm_direct"
         return super()._algorithm(op, algorithm, nbytes)
 

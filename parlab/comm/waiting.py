@@ -11,7 +11,10 @@ a bounded spin, then a blocking wait):
 - ``WaitPolicy`` spins for ``spin_s`` only when the ranks fit the cores this process may use
   (``os.sched_getaffinity``), and watches its own spins: when fewer than a quarter of the last
   ``WINDOW`` spins saw the event arrive (the cores are busy with other work: load, not ranks),
-  it stops spinning for the next ``REST`` waits, then tries again;
+  it stops spinning for the next ``REST`` waits, then tries again; and it does not spin while
+  more tasks are runnable on the machine than it has cores (``/proc/loadavg``'s running count,
+  read at each wait that would spin: 4 µs): then a spin only keeps a runnable task, perhaps
+  the very peer it waits for, off a core;
 - ``futex_wait`` / ``futex_wake`` block on a 32-bit word of the shared arena (Linux's futex on
   a shared mapping: the waiter sleeps until a peer that changed the word wakes it), for the
   ``shm_direct`` counters, which have no socket to poll; where there is no futex it sleeps in
@@ -25,6 +28,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -42,12 +46,34 @@ def usable_cores() -> int:
     return max(1, os.cpu_count() or 1)  # pragma: no cover - macOS
 
 
+_LOADAVG: list[int | None] = []  # an open descriptor of /proc/loadavg (None: none on this system)
+
+
+def runnable_tasks() -> int | None:
+    """Tasks running or waiting for a core on the whole machine at this instant (the 4th field
+    of Linux's /proc/loadavg, "running/total"); None where the system does not say."""
+    if not _LOADAVG:
+        try:
+            _LOADAVG.append(os.open("/proc/loadavg", os.O_RDONLY))
+        except OSError:
+            _LOADAVG.append(None)
+    fd = _LOADAVG[0]
+    if fd is None:
+        return None
+    try:
+        return int(os.pread(fd, 128, 0).split()[3].split(b"/")[0])
+    except (OSError, IndexError, ValueError):  # pragma: no cover - an unexpected format
+        return None
+
+
 class WaitPolicy:
     """One rank's choice, wait by wait, between spinning first and blocking at once."""
 
-    def __init__(self, ranks: int, spin_s: float = SPIN_S, cores: int | None = None):
+    def __init__(self, ranks: int, spin_s: float = SPIN_S, cores: int | None = None,
+                 runnable: Callable[[], int | None] = runnable_tasks):
         cores = usable_cores() if cores is None else cores
         self.spin_s = spin_s if ranks <= cores else 0.0  # oversubscribed: never spin
+        self.cores, self.runnable = cores, runnable
         self.oversubscribed = ranks > cores
         self.spins = self.hits = 0
         self.resting = 0  # waits left without a spin
@@ -57,6 +83,8 @@ class WaitPolicy:
         if self.resting:
             self.resting -= 1
             return 0.0
+        if self.spin_s and (busy := self.runnable()) is not None and busy > self.cores:
+            return 0.0  # another task waits for a core: the spin would keep it waiting
         return self.spin_s
 
     def spun(self, hit: bool) -> None:

@@ -77,6 +77,7 @@ from .scenarios import (
     zero3_vs_3d,
 )
 from .search import SearchResult, candidate_plans, factorizations, search
+from .single_gpu import Lever, lora_params, one_gpu_levers
 from .step_time import StepTime, layer_forward_flops, logit_forward_flops, step_flops, step_time
 from .tensor_parallel import colossal_table, compare_on_link, layer_cost, tp_layer_collectives
 from .validation import (
@@ -107,7 +108,7 @@ __all__ = [
     "step_flops", "step_time", "train_flops_6nd", "training_seconds", "tree_time", "zero_model_states",
     "BLOOM_MEMORY_BAND", "MEGATRON_BAND", "TRAINING_DTYPES", "Zero3VsZero2", "bloom_summary", "megatron_summary",
     "term_table", "tp_without_nvlink", "training_dtype", "zero3_gathered_params", "zero3_ranking", "zero3_units",
-    "zero3_vs_zero2", "attention_score_bytes", "fp32_gradient_copy", "megatron_zero3",
+    "zero3_vs_zero2", "attention_score_bytes", "Lever", "lora_params", "one_gpu_levers", "fp32_gradient_copy", "megatron_zero3",
     "colossal_table", "compare_on_link", "layer_cost", "tp_layer_collectives",
     "Advice", "advise",
 ]

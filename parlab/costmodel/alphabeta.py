@@ -14,6 +14,7 @@ reduced where there is arithmetic. For p ranks and n bytes:
     shm_direct (one host)        2 alpha + 2(p-1)/p n beta + (p-1)/p n gamma
     ring broadcast (a chain)     (p-1) alpha + n beta                      (pipelined)
     binomial-tree broadcast      log2(p) (alpha + n beta)
+    shm_direct broadcast         alpha + n beta                            (pipelined)
 
 Sources. Ring, recursive doubling, binomial trees, naive: Thakur, Rabenseifner & Gropp,
 "Optimization of Collective Communication Operations in MPICH" (IJHPCA 2005), section 4 and its
@@ -30,7 +31,10 @@ block straight from every peer's buffer (reduce-scatter), then every peer's redu
 2(p-1) steps (Graham & Shipman, "MPI Support for Multi-core Architectures: Optimized Shared
 Memory Collectives", EuroPVM/MPI 2008; Open MPI's coll/sm and MPICH's shared-memory
 collectives; NCCL's intra-node P2P/SHM transports read peers' buffers likewise). Costed per
-buffer: alpha is then one barrier, beta the host's copy rate.
+buffer: alpha is then one barrier, beta the host's copy rate. Its broadcast has the root write
+each chunk once into its window and every peer copy it out at the same time: one
+synchronisation, the buffer once per reader, the root's write of a chunk overlapping the
+peers' reads of the one before.
 
 ``bus_bandwidth`` converts a measured time into NCCL's bus bandwidth (nccl-tests,
 doc/PERFORMANCE.md): algbw = S / t times 2(n-1)/n for all-reduce, (n-1)/n for all-gather,
@@ -49,7 +53,7 @@ from ._check import non_negative, number, positive
 # runs every one of them), its argument check, and the dashboards' menus all read.
 ALGORITHMS: dict[str, tuple[str, ...]] = {
     "p2p": ("direct",),
-    "broadcast": ("ring", "binomial_tree", "naive"),
+    "broadcast": ("ring", "binomial_tree", "naive", "shm_direct"),
     "reduce": ("ring", "binomial_tree", "naive"),
     "all_reduce": ("ring", "double_binary_tree", "recursive_doubling", "naive", "shm_direct"),
     "all_gather": ("ring", "binomial_tree", "naive"),
@@ -182,6 +186,7 @@ _SHAPES = {
     ("broadcast", "ring"): lambda p, n, lg, q: (p - 1, n, 0.0),
     ("broadcast", "binomial_tree"): lambda p, n, lg, q: (lg, lg * n, 0.0),
     ("broadcast", "naive"): lambda p, n, lg, q: (p - 1, (p - 1) * n, 0.0),
+    ("broadcast", "shm_direct"): lambda p, n, lg, q: (1, n, 0.0),
     ("reduce", "ring"): lambda p, n, lg, q: (p - 1, n, n),
     ("reduce", "binomial_tree"): lambda p, n, lg, q: (lg, lg * n, lg * n),
     ("reduce", "naive"): lambda p, n, lg, q: (p - 1, (p - 1) * n, (p - 1) * n),
@@ -251,6 +256,8 @@ def traffic(op: str, algorithm: str, ranks: int, nbytes: float, rank: int = 0,
     if p == 1 or op == "barrier":
         return 0.0, 0.0
     q, me = (p - 1) / p, (rank - root) % p
+    if algorithm == "shm_direct" and op == "broadcast":  # the root is read by every peer
+        return (0.0, n) if me else ((p - 1) * n, 0.0)
     if algorithm == "shm_direct":  # read from the peers, and read by them, 2(p-1)/p n each
         return 2 * q * n, 2 * q * n
     if algorithm in ("ring", "pairwise") and op in ("all_reduce", "all_gather", "reduce_scatter",

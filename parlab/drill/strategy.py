@@ -67,7 +67,9 @@ QUESTIONS = [
         prompt="Training on one GPU and the model does not fit. What is the guide's answer?",
         correct="Offload to the CPU (ZeRO-Offload): keep optimizer states and the step in host memory",
         wrong=("Tensor parallelism on the one GPU", "Use fp32 to avoid overflow", "Increase the batch size"),
-        why="With one GPU there is nothing to shard over; host memory and PCIe are the only spare room."),
+        why="For full-parameter training one GPU has nothing to shard over, so host memory is the spare "
+            "room; before offload, chapter 10 prices the cheaper levers (recomputation, 8-bit Adam, "
+            "LoRA/QLoRA for fine-tuning)."),
     Named("fits-one-gpu", "3.3", "memory",
           options=("yes", "no"), make=_fits_one_gpu,
           why="Model states plus activations against the card's capacity."),

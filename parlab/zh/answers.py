@@ -22,6 +22,7 @@ NAMES: tuple[str, ...] = (
     "ZeRO-1", "ZeRO-2", "ZeRO-3", "fp16", "bf16", "fp32", "1F1B", "3D", "2.5D", "2D", "1D", "nD",
     "DGX A100", "A100", "V100", "A800", "H100", "LLaMA-7B", "LLaMA-13B", "LLaMA-65B", "GPT-3 175B", "GPT-3", "ChatGLM-6B", "BLOOM 176B", "K8s", "FSDP2",
     "6ND", "(p-1)/(m+p-1)", "2(p-1)/p", "20n GB", "1/p", "NCCL_P2P_DISABLE", "ZeRO++",
+    "8-bit", "4-bit", "NF4", "TPU v4", "Llama 3", "OPT-175B", "H100", "MT-NLG",
 )
 
 #: guide section -> (point, point, ...): 3 to 5 spoken points; the last ones carry the trade-off
@@ -181,11 +182,11 @@ SPOKEN: dict[str, tuple[str, ...]] = {
         "指南的问题：把元素数当成字节数，少算了一半；结论“不适合”是对的。",
     ),
     "1.20": (
-        "分两类：并行技术（数据并行、张量并行、流水线并行、[[序列并行]]、[[专家并行]]、ZeRO/FSDP）和显存优化（重计算、卸载、混合精度）。",
-        "流水线一族：GPipe 和 1F1B 在 {p} 段、{m} 个微批次时空等 {bubble}，[[交错式 1F1B / 虚拟流水线]] 切两块降到 {bubble_v}；"
+        "每种技术都是拿一样换一样。[[数据并行]]切批、省时间，不省显存（每卡一份完整模型）；ZeRO 按卡数切掉冗余的状态，代价是 ZeRO-3 每个微批次都要重新收集参数。",
+        "[[张量并行]]切每层的权重和激活，代价是每层都有集合通信，只能放在机内 NVLink 上；[[序列并行]]顺带切掉 LayerNorm 和 dropout 的激活，不多花通信。",
+        "[[流水线并行]]只传边界激活、最省通信，代价是气泡：GPipe 和 1F1B 在 {p} 段、{m} 个微批次时空等 {bubble}，[[交错式 1F1B / 虚拟流水线]] 切两块降到 {bubble_v}，但发送次数翻倍；"
         "异步的 [[PipeDream]] 不刷新流水线，代价是[[权重陈旧]]和[[权重暂存]]的显存。",
-        "还有[[自动并行]]，比如 [[Alpa]]，自动搜算子间和算子内的切法。",
-        "取舍：每种并行省的是不同的东西——数据并行省时间、张量并行省单层显存、流水线省通信、ZeRO 省冗余——代价各是通信、NVLink、气泡和更多收集。",
+        "显存优化同理：重计算拿算力换激活，卸载拿 PCIe 和 CPU 时间换显存，混合精度拿数值范围（fp16 要损失缩放）换字节；[[自动并行]]（如 [[Alpa]]）替你搜这些组合。",
     ),
     "1.21": (
         "三招，各有代价。[[重计算 / 激活重计算]]：每层只存输入，GPT-3 每层激活能降到原来的约 {act_ratio} 分之一；"
@@ -198,11 +199,10 @@ SPOKEN: dict[str, tuple[str, ...]] = {
         "指南的问题：fp16 上限它写成 {guide_fp16}，实际是 {fp16_max}；“卸载来回搬参数”说的是 ZeRO-Infinity，常用的 ZeRO-Offload 权重留在 GPU 上。",
     ),
     "1.22": (
-        "常见框架（课程整理了 {count} 个）：PyTorch 自带的 [[DDP]] 和 [[FSDP]]；[[DeepSpeed]]（ZeRO、流水线、卸载）；"
-        "[[Megatron-LM]]（张量并行、序列并行、交错流水线）；[[Colossal-AI]]（nD 张量并行、Gemini）。",
-        "组合用法：[[Megatron-DeepSpeed]] 用 Megatron 的张量并行加 DeepSpeed 的流水线和 ZeRO，BLOOM 就是这么训的。",
-        "底下的通信都是 [[NCCL]]；CPU 上是 [[Gloo]]。",
-        "取舍：DeepSpeed 接入简单、显存省；Megatron 性能最好但要改模型代码；FSDP 是 PyTorch 原生，生态最稳。",
+        "两类（课程整理了 {count} 个）：深度学习框架自带的，如 PyTorch 的 [[DDP]] 和 [[FSDP]]；在其上扩展的库，如 [[Megatron-LM]]、[[DeepSpeed]]、[[Colossal-AI]]、Alpa。",
+        "取舍在速度和改多少代码之间：[[Megatron-LM]] 吞吐最高（{mega_gpus} 卡上每卡 {mega_tflops} TFLOP/s），但模型要按它的层来写；[[DeepSpeed]] 用一个 JSON 配置包住任何 PyTorch 模型，ZeRO 和卸载放得下更大的模型，最大规模时速度不如 Megatron。",
+        "两者能合用：[[Megatron-DeepSpeed]] 训了 BLOOM 和 MT-NLG；[[FSDP]] 是 PyTorch 原生，OPT-175B 用它配 Megatron 的张量并行训成，每卡 {opt_tflops} TFLOP/s。",
+        "底下的通信都是 [[NCCL]]，CPU 上是 [[Gloo]]；选哪个看要不要改模型代码、有多少卡、团队维护得了什么。",
     ),
     "2.1": (
         "在 [[DGX A100]] 集群上，按链路快慢摆：[[张量并行]]放机内，tp 等于每机卡数（{tp}），走 NVSwitch；[[流水线并行]]跨机；[[数据并行]]在最外层。",
@@ -230,16 +230,17 @@ SPOKEN: dict[str, tuple[str, ...]] = {
         "取舍：性能最好的框架往往最难改，易用的框架在几千卡时效率不够。",
     ),
     "3.2": (
-        "[[技术栈]]一般是 PyTorch 加 NCCL，上面是 Megatron 或 DeepSpeed，外加调度（Slurm 或 K8s）、[[检查点]]和监控。",
+        "两条[[技术栈]]：谷歌的 TPU + XLA + JAX/TensorFlow，和 GPU + PyTorch + Megatron-LM/DeepSpeed + [[NCCL]]；后者用得最多。",
+        "谁在用：PaLM 在 {palm_chips} 块 TPU v4 上训练，MFU {palm_mfu}；Llama 3 在 {llama_gpus} 张 H100 上用 PyTorch 的 4D 并行，每卡 {llama_tflops} TFLOP/s；BLOOM 用 [[Megatron-DeepSpeed]]，每卡 {bloom_tflops} TFLOP/s。",
         "要考虑[[容错 / 断点续训]]：千卡训练一定会挂卡，检查点的保存和恢复速度决定损失多少时间。",
-        "生态和社区比单项性能更重要：文档、issue 的响应、和 Hugging Face 的兼容。",
-        "取舍：自研栈可以榨干性能，但维护成本高；开源组合更稳。",
+        "取舍：TPU 栈由编译器放置通信，但绑定谷歌云；GPU 栈生态最大，Megatron 系最快但要改模型，DeepSpeed 和 FSDP 接入简单；自研栈能榨干性能，但维护成本高。",
     ),
     "3.3": (
-        "单卡先算账：LLaMA-7B 即使全量重计算也要约 {full_gb} GB，一张 {card_mem} 的卡放不下完整训练。",
-        "办法一：[[混合精度]]加[[重计算 / 激活重计算]]；办法二：[[ZeRO-Offload]]，把约 {offload_gb} GB 的 fp32 状态放到 CPU 内存，显存里主要留 {weights_gb} GB 的半精度权重。",
-        "办法三：[[参数高效微调]]，只训很少的参数。",
-        "取舍：卸载省显存但受 PCIe 和 CPU 速度限制，步时会明显变长。",
+        "单卡先算账：LLaMA-7B 全参数训练即使全量重计算也要约 {full_gb} GB（半精度权重、fp32 梯度、fp32 主权重和 Adam 动量），一张 {card_mem} 的卡放不下。",
+        "先用便宜的招：[[8-bit 优化器]]把 Adam 的两个动量各压到一个字节，降到约 {int8_gb} GB，还是放不下；[[LoRA / 低秩适配]] 冻结原权重、只训约 {lora_m} M 个参数，约 {lora_gb} GB；[[QLoRA]] 再把冻结权重存成 NF4，约 {qlora_gb} GB。",
+        "全参数训练放不下时才用 [[ZeRO-Offload]]：优化器搬到 CPU，显存约 {offload_gb} GB，代价是每步 CPU 上的 Adam 和 PCIe 搬运。",
+        "取舍：重计算拿算力换激活；8-bit Adam 几乎免费但主权重还在；LoRA 和 QLoRA 只能微调、不能预训练，QLoRA 每次矩阵乘前要反量化；卸载受 PCIe 和 CPU 速度限制。",
+        "指南的问题：只说“放不下就卸载”，漏了更便宜的 8-bit 优化器和 LoRA、QLoRA。",
     ),
     "3.4": (
         "单机多卡：模型放得下就用 [[DDP]]，放不下就 [[ZeRO-2]]/[[ZeRO-3]] 或 FSDP。",

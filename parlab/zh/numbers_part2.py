@@ -14,7 +14,6 @@ from parlab.costmodel import (
     model_state_memory,
     train_flops_6nd,
 )
-from parlab.costmodel.walls import memory_wall
 from parlab.guide import CLAIMS
 
 from .numbers_common import BLOOM_LAYOUT, GB, _f, _gb, _gib, _idle, _link_gbps, _mtnlg, _pct, _s
@@ -105,7 +104,20 @@ def _offloaded_bytes_per_param() -> float:
 def s_1_22() -> dict[str, str]:
     from parlab.costmodel.frameworks import FRAMEWORKS
 
-    return {"count": str(len(FRAMEWORKS))}
+    runs = _runs()
+    mega, opt = runs["Megatron-LM"], runs["PyTorch FSDP + Megatron TP (Metaseq)"]
+    return {"count": str(len(FRAMEWORKS)), "mega_gpus": _f(mega.count), "mega_tflops": _f(mega.figure),
+            "opt_tflops": _f(opt.figure)}
+
+
+def _runs() -> dict:
+    """The published run of each stack (chapter 10's table, ``costmodel.stacks``), first per stack."""
+    from parlab.costmodel.stacks import stack_runs
+
+    out: dict = {}
+    for r in stack_runs():
+        out.setdefault(r.stack, r)
+    return out
 
 
 # -- part 2 ---------------------------------------------------------------------------------------
@@ -125,10 +137,23 @@ def s_2_3() -> dict[str, str]:
 
 
 # -- part 3 ---------------------------------------------------------------------------------------
+def s_3_2() -> dict[str, str]:
+    runs = _runs()
+    palm, llama = runs["JAX / XLA on TPU (Pathways)"], runs["PyTorch in-house 4D (Meta)"]
+    from parlab.costmodel.stacks import stack_runs
+
+    bloom = next(r for r in stack_runs() if r.run.startswith("BLOOM"))
+    return {"palm_chips": _f(palm.count), "palm_mfu": f"{palm.figure:g}%", "llama_gpus": _f(llama.count),
+            "llama_tflops": _f(llama.figure), "bloom_tflops": _f(bloom.figure)}
+
+
 def s_3_3() -> dict[str, str]:
-    w = memory_wall("llama-7b", "mixed", "adam", micro_batch=1, recompute="full")
-    n = w.model.num_params()
-    return {"card_mem": _gib(GPUS["a100-80gb"].memory_bytes), "full_gb": _gb(w.total), "weights_gb": _gb(2 * n), "offload_gb": _gb(16 * n)}
+    from parlab.costmodel.single_gpu import one_gpu_levers
+
+    full, int8, lora, qlora, offload = one_gpu_levers("llama-7b")[1:]
+    return {"card_mem": _gib(GPUS["a100-80gb"].memory_bytes), "full_gb": _gb(full.total), "int8_gb": _gb(int8.total),
+            "lora_m": _f(lora.trainable / 1e6), "lora_gb": _gb(lora.total), "qlora_gb": _gb(qlora.total),
+            "offload_gb": _gb(offload.total)}
 
 
 def s_3_4() -> dict[str, str]:

@@ -14,11 +14,13 @@ its own positions. Bytes are those the local backend counts (the torch backend's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from parlab.costmodel._check import boolean, canonical, positive
 from parlab.costmodel.context_parallel import (
+    LayerBytes,
     causal_work,
     check_ring,
     check_ulysses,
@@ -30,6 +32,9 @@ from ..model import causal_attention
 from .ring import RingWork, ring_attention
 from .sequence import shard_sequence
 from .ulysses import ulysses_attention
+
+if TYPE_CHECKING:
+    from parlab.comm import World
 
 METHODS = ("ring", "ulysses")
 DTYPE_BYTES = 4  # float32
@@ -73,7 +78,7 @@ class CPSetting:
         shape = (self.batch, self.heads, self.seq_len, self.head_dim)
         return tuple(torch.randn(shape, generator=gen) for _ in range(4))
 
-    def predicted(self):
+    def predicted(self) -> LayerBytes:
         """The cost model's bytes per rank (``LayerBytes``) for this layer, float32."""
         h = self.heads * self.head_dim
         if self.method == "ring":
@@ -138,7 +143,7 @@ class CPResult:
         return max(e for r in self.ranks for e in r.errors.values())
 
     @property
-    def predicted(self):
+    def predicted(self) -> LayerBytes:
         return self.setting.predicted()
 
     def bytes_match(self) -> bool:
@@ -155,8 +160,15 @@ class CPResult:
         s = self.setting
         return causal_work(s.seq_len, s.cp, s.balanced) if s.method == "ring" else ()
 
+    def work_rows(self) -> tuple[list[list[object]], list[str]]:
+        """(rows, headers), ring only: per rank the attention scores it computed (counted as it
+        ran), the cost model's count, the blocks, and the seconds it computed and waited."""
+        rows = [[r.rank, r.work.scores, p, r.work.blocks, r.work.seconds, r.work.waited]
+                for r, p in zip(self.ranks, self.predicted_work(), strict=True)]
+        return rows, ["rank", "scores computed", "model", "blocks", "compute s", "wait s"]
 
-def run_context_parallel(setting: CPSetting, backend: str = "local", world=None) -> CPResult:
+
+def run_context_parallel(setting: CPSetting, backend: str = "local", world: World | None = None) -> CPResult:
     """Run ``setting`` on ``setting.cp`` ranks (a warm ``parlab.comm.World`` of that size if given,
     else a fresh launch); the setting's rules are checked before any rank starts."""
     if not isinstance(setting, CPSetting):
