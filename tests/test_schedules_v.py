@@ -114,6 +114,20 @@ def test_table_2_memory_of_dualpipe_and_dualpipe_v():
             assert {x * 2 for x in peak_activations(dv)} == {p + 1}
 
 
+def test_table_2_bubble_of_dualpipe_and_dualpipe_v():
+    """(PP/2 - 1)(F&B + B - 3W) per busiest rank, B the full backward, in the balanced case
+    F = B (input gradient) with the pair as long as its full backward (F hidden under it):
+    PP = p stages for DualPipe, PP = 2p chunks of half a rank's share for DualPipeV."""
+    for f, b, w in ((1, 1, 1), (2, 2, 1), (2, 2, 2), (3, 3, 1)):
+        fb, full = b + w, b + w
+        for p, m in ((4, 8), (4, 12), (6, 14), (8, 16)):
+            tl = simulate(dualpipe(p, m), Costs(f, b, w, fb=fb))
+            assert max(tl.idle) == (p // 2 - 1) * (fb + full - 3 * w), (p, m, f, b, w)
+        for p, m in ((2, 6), (3, 8), (4, 10)):
+            tl = simulate(dualpipe_v(p, m), Costs(f, b, w, fb=fb))
+            assert max(tl.idle) == (p - 1) * Fr(fb + full - 3 * w, 2), (p, m, f, b, w)  # PP/2 - 1 = p - 1
+
+
 def test_equal_cost_bubbles_of_the_v_schedules():
     """With F = B = W (a stage's share; a V chunk costs half) every rank idles (p-1)/2 under ZB-V
     and DualPipeV, p/2 - 1 under DualPipe (no overlap), against ZB-H1's p - 1; ZB-V holds at

@@ -17,7 +17,8 @@ per dimension, beside the shared pieces every strategy is tested against.
     context_parallel/    ring attention and DeepSpeed-Ulysses over a split sequence (chapter 13)
     expert_parallel/     MoE: top-k routing with capacity, aux loss, experts over the EP ranks,
                          all-to-all dispatch and combine (chapter 13)
-    trainer/             train_3d (DP x TP x PP, ZeRO-1), its prediction, report and checkpoints (chapter 08)
+    trainer/             train_3d (DP x TP x PP, ZeRO-1), its prediction, report and checkpoints (chapter 08);
+                         train_5d (x CP x EP, the MoE TinyGPT; chapter 13)
 
 ``parlab/train.py`` is the command line (``python -m parlab.train``, also under torchrun) that
 runs ``trainer.train_3d``.
@@ -77,7 +78,7 @@ from .tensor_parallel import (
     shard_tensors,
     vocab_parallel_cross_entropy,
 )
-from .trainer import RankReport, TrainPlan, train_3d
+from .trainer import RankReport, TrainPlan, train_3d, train_5d
 from .zero import (
     ShardOptimizer,
     ShardPlan,
@@ -103,7 +104,7 @@ __all__ = [
     "StageRun", "measured_timeline", "pipeline_step", "train_pipeline",
     "ZeroDataParallel", "ShardOptimizer", "ShardPlan", "shard_plan", "zero_memory_rows",
     "zero_traffic_rows",
-    "RankReport", "TrainPlan", "train_3d",
+    "RankReport", "TrainPlan", "train_3d", "train_5d",
     "CPSetting", "RingWork", "ring_attention", "run_context_parallel", "ulysses_attention",
     "ExpertParallelMoE", "MoE", "MoEGPT", "drops_vs_capacity", "expert_parallel",
     "expert_parallel_step", "finalize_grads", "train_expert_parallel",

@@ -16,21 +16,22 @@ DualPipeV cuts DualPipe in half (the "V" version of the DualPipe repository, als
 V (``placement='v'``: rank s holds chunks s and 2p - 1 - s), one copy of the parameters, the
 same eight steps with every rank in the role of one half of DualPipe.
 
-Table 2 of the report, per rank, with F, B, W the times of a forward, an input-gradient
-backward and a weight-gradient backward chunk and F&B two overlapped chunks:
+Table 2 of the report, per rank, with F, B, W the times of a forward, a full backward (input
+and weight gradients: ``Costs.b + Costs.w`` here) and a weight-gradient backward chunk, and F&B
+two mutually overlapped chunks (``Costs.fb``); PP stages (DualPipeV: PP = 2p chunks):
 
     schedule    bubble                     parameters   activations
-    1F1B        (p - 1)(F + B)             1x           p
-    ZB1P        (p - 1)(F + B - 2W)        1x           p
-    DualPipe    (p/2 - 1)(F&B + B - 3W)    2x           p + 1
-    DualPipeV   the same, on p/2 devices   2x           p + 1
+    1F1B        (PP - 1)(F + B)            1x           PP
+    ZB1P        (PP - 1)(F + B - 2W)       1x           PP
+    DualPipe    (PP/2 - 1)(F&B + B - 3W)   2x           PP + 1
+    DualPipeV   the same, on PP/2 devices  2x           PP + 1
 
-The simulator reproduces the memory columns exactly (``params_per_rank``; ``peak_activations``:
-p + 1 stages on every rank, p + 1 half-stage chunks for DualPipeV) and the 1F1B and ZB1P
-bubbles (where W <= F). DualPipe's bubble expression is the report's estimate, not an identity
-of this order: simulated with F = B = W (B + W the full backward) and an F&B pair taking
-F + B + W, every rank idles (p/2 - 1) F (DualPipeV: (p - 1)/2 of its rank's F), where the
-expression gives 2 (p/2 - 1) F; ``Costs(fb=...)`` times an overlapped pair for the comparison.
+The simulator reproduces the table: the memory columns exactly (``params_per_rank``;
+``peak_activations``: p + 1 stages on every rank, p + 1 half-stage chunks for DualPipeV), the
+1F1B and ZB1P bubbles (where W <= F), and DualPipe's and DualPipeV's bubble, on the busiest rank,
+in the balanced case the formula describes: F = B (input gradient) and the F&B pair taking as
+long as its full backward, ``Costs(f, b, w, fb=b + w)`` (the forward hidden under it). Without
+the overlap (``fb=None``: a pair takes F + B + W) and F = B = W every rank idles (p/2 - 1) F.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 p ranks, micro-batches passed between them by point-to-point sends in the order of a
 ``parlab.schedules`` schedule.
 
-    stage.py              the layer split of TinyGPT into p stages / p*v chunks
+    stage.py              the layer split of TinyGPT into p stages / p*v chunks (any placement)
     executor.py           the executor of any synchronous parlab.schedules schedule
     torch_pipelining.py   the same step through torch.distributed.pipelining (tests, bench)
 """
@@ -16,11 +16,11 @@ from .executor import (
     run_schedule,
     train_pipeline,
 )
-from .stage import build_chunks, split_layers
+from .stage import build_chunks, schedule_chunks, split_layers, sync_schedule_grads
 from .torch_pipelining import TORCH_SCHEDULES, torch_pipeline_step
 
 __all__ = [
     "StageRun", "activation_ratio", "boundary_bytes", "measured_timeline", "pipeline_step",
     "run_schedule", "train_pipeline", "build_chunks", "split_layers", "TORCH_SCHEDULES",
-    "torch_pipeline_step",
+    "torch_pipeline_step", "schedule_chunks", "sync_schedule_grads",
 ]

@@ -6,7 +6,7 @@
 
     sched = one_f_one_b(p=4, m=8)
     runs = launch(pipeline_step, 4, sched, GPTConfig(n_layer=4), x, y)   # x, y: (b, s)
-    runs[-1].loss                          # the step's loss = the serial model's
+    runs[-1].loss                          # the step's loss = the serial model's (last piece's rank)
     gantt_figure(measured_timeline(sched, runs), unit="s")
 
 Each rank runs its op list in order (Huang et al. 2019, GPipe; Narayanan et al. 2021 for 1F1B
@@ -23,6 +23,14 @@ Messages carry no tags: every rank knows every rank's op list, so it knows the o
 peer sends to it, and files early arrivals until their op comes (a mailbox). Sends are eager
 (``parlab.comm``): a valid schedule cannot deadlock. After the last op, the gradients of the tied
 embedding are summed between the first and last rank (``stage.sync_tied_grads``).
+
+Any placement runs (``Schedule.placement``): the V of ZB-V and DualPipeV (chunk p - 1 hands its
+output to chunk p on the same rank; the loss is on rank 0) and DualPipe's two directions on two
+copies of the stages (the loss on ranks p - 1 and 0, half the micro-batches each: the step's loss
+is the sum of the ranks' ``loss``; after the step every gradient is summed with the mirror rank
+p - 1 - r, ``stage.sync_schedule_grads``). An overlapped F&B pair runs as its F, then its B: the
+order and the dependencies are DualPipe's, the overlap of one's compute with the other's
+communication (two GPU streams) is not executed.
 
 Measured on every rank: each op's span (``time.monotonic``, shared by the machine's processes),
 the activations autograd saved (``measure.SavedActivations``: peak bytes and the most
@@ -47,7 +55,7 @@ from ..measure import PhaseClock, SavedActivations, align
 from ..model import GPTConfig
 from ..tensor_parallel.layers import check_ids
 from ..tensor_parallel.split_backward import input_pass, weight_pass
-from .stage import build_chunks, owned_params, sync_tied_grads
+from .stage import owned_params, schedule_chunks, sync_schedule_grads
 
 
 @dataclass
@@ -81,7 +89,7 @@ def check_run(comm, schedule: Schedule, config: GPTConfig, x: torch.Tensor,
                          f"{comm.world_size} ranks (one stage per rank)")
     if not isinstance(config, GPTConfig):
         raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
-    if config.n_layer < schedule.p * schedule.v:
+    if config.n_layer < schedule.depth:
         raise ValueError(f"more pipeline pieces than layers: p x v = {schedule.p} x {schedule.v} "
                          f"for n_layer={config.n_layer} (each virtual stage needs a layer)")
     for name, t in (("token ids x", x), ("targets y", y)):
@@ -106,13 +114,13 @@ def check_run(comm, schedule: Schedule, config: GPTConfig, x: torch.Tensor,
 def send_order(schedule: Schedule, src: int, dst: int) -> list[tuple[str, int, int]]:
     """The messages ``src`` sends ``dst``, in order: ('act' | 'grad', mb, receiving virtual
     stage). Activations go forward at F, gradients backward at B."""
-    n = schedule.p * schedule.v
+    n = schedule.depth
     order = []
     for op in schedule.stages[src]:
         u = schedule.virtual_stage(src, op.chunk)
-        if op.kind == "F" and u < n - 1 and schedule.place(u + 1)[0] == dst:
+        if op.kind == "F" and u < n - 1 and schedule.place(u + 1, op.chunk)[0] == dst:
             order.append(("act", op.microbatch, u + 1))
-        elif op.kind == "B" and u > 0 and schedule.place(u - 1)[0] == dst:
+        elif op.kind == "B" and u > 0 and schedule.place(u - 1, op.chunk)[0] == dst:
             order.append(("grad", op.microbatch, u - 1))
     return order
 
@@ -147,7 +155,7 @@ class Mailbox:
 def run_schedule(comm, schedule: Schedule, model, chunks, x: torch.Tensor, y: torch.Tensor) -> StageRun:
     """One pipelined forward and backward of the batch (x, y) on this rank's ``chunks``;
     gradients accumulate in ``.grad`` (zero them before). Returns what was measured."""
-    m, rank, n = schedule.m, comm.rank, schedule.p * schedule.v
+    m, rank, n = schedule.m, comm.rank, schedule.depth
     # m micro-batches of (b/m, s), each its own storage (saved-tensor bytes count storages)
     xs, ys = [t.clone() for t in x.chunk(m)], [t.clone() for t in y.chunk(m)]
     split = schedule.split_backward
@@ -163,7 +171,7 @@ def run_schedule(comm, schedule: Schedule, model, chunks, x: torch.Tensor, y: to
                 if u == 0:
                     inp = xs[mb]
                 else:
-                    inp = box.get(("act", mb, u), schedule.place(u - 1)[0]).requires_grad_()
+                    inp = box.get(("act", mb, u), schedule.place(u - 1, c)[0]).requires_grad_()
                 with clock.phase(op), acts.tag((mb, c)):
                     if u == n - 1:
                         loss = chunk(inp, ys[mb])
@@ -171,10 +179,10 @@ def run_schedule(comm, schedule: Schedule, model, chunks, x: torch.Tensor, y: to
                         out = loss / m  # the m micro-batch losses average to the batch loss
                     else:
                         out = chunk(inp)  # (b/m, s, h)
-                        box.put(("act", mb, u + 1), schedule.place(u + 1)[0], out.detach())
+                        box.put(("act", mb, u + 1), schedule.place(u + 1, c)[0], out.detach())
                 inputs[(mb, c)], outputs[(mb, c)] = inp, out
             elif op.kind == "B":
-                g = None if u == n - 1 else box.get(("grad", mb, u), schedule.place(u + 1)[0])
+                g = None if u == n - 1 else box.get(("grad", mb, u), schedule.place(u + 1, c)[0])
                 with clock.phase(op):
                     out, inp = outputs[(mb, c)], inputs[(mb, c)]
                     if not split:
@@ -186,7 +194,7 @@ def run_schedule(comm, schedule: Schedule, model, chunks, x: torch.Tensor, y: to
                         with input_pass():  # TP's backward collectives run here, once
                             gin = torch.autograd.grad(out, inp, g, retain_graph=True)[0] if u > 0 else None
                     if u > 0:
-                        box.put(("grad", mb, u - 1), schedule.place(u - 1)[0], gin)
+                        box.put(("grad", mb, u - 1), schedule.place(u - 1, c)[0], gin)
             else:  # W: the weight gradients; the graph (and its saved activations) goes
                 with clock.phase(op):
                     out, g = outputs.pop((mb, c)), out_grads.pop((mb, c))
@@ -210,9 +218,9 @@ def pipeline_step(comm, schedule: Schedule, config: GPTConfig, x: torch.Tensor,
     from ``config``'s seed, run one step of ``schedule`` on the batch (x, y), sum the tied
     embedding's gradient; returns this rank's ``StageRun`` with the gradients of its parameters."""
     check_run(comm, schedule, config, x, y)
-    model, chunks = build_chunks(config, schedule.p, schedule.v, comm.rank)
+    model, chunks = schedule_chunks(config, schedule, comm.rank)
     run = run_schedule(comm, schedule, model, chunks, x, y)
-    sync_tied_grads(comm, model, schedule.p)
+    sync_schedule_grads(comm, schedule, model, chunks)
     run.grads = {name: prm.grad.clone() for name, prm in owned_params(model, chunks).items()
                  if prm.grad is not None}
     return run
@@ -224,7 +232,7 @@ def train_pipeline(comm, schedule: Schedule, config: GPTConfig, batches: Iterabl
     by hand: no optimizer object, so no ``torch._dynamo`` import in the worker) on consecutive
     batches; returns (the loss of every step on the last rank, [] elsewhere; the last step's
     ``StageRun``)."""
-    model, chunks = build_chunks(config, schedule.p, schedule.v, comm.rank)
+    model, chunks = schedule_chunks(config, schedule, comm.rank)
     params = list(owned_params(model, chunks).values())
     losses, run = [], None
     for _, (x, y) in zip(range(steps), batches, strict=False):
@@ -232,7 +240,7 @@ def train_pipeline(comm, schedule: Schedule, config: GPTConfig, batches: Iterabl
         for prm in params:
             prm.grad = None
         run = run_schedule(comm, schedule, model, chunks, x, y)
-        sync_tied_grads(comm, model, schedule.p)
+        sync_schedule_grads(comm, schedule, model, chunks)
         with torch.no_grad():
             for prm in params:
                 if prm.grad is not None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from parlab.schedules import Schedule
+
 from ..model import GPTConfig, TinyGPT, lm_loss
 
 TIED = "wte.weight"
@@ -93,3 +95,39 @@ def build_chunks(config: GPTConfig, p: int, v: int, rank: int) -> tuple[TinyGPT,
     model = TinyGPT(config)
     split_layers(config.n_layer, p * v)  # the rule, before any piece is built
     return model, [StageChunk(model, c * p + rank, p * v) for c in range(v)]
+
+
+def schedule_chunks(config: GPTConfig, schedule: Schedule, rank: int) -> tuple[TinyGPT, list[StageChunk]]:
+    """The whole model and this rank's chunks for any placement: chunk c is piece
+    ``schedule.virtual_stage(rank, c)`` of ``schedule.depth`` (Megatron's c * p + rank, the V's
+    rank and 2p - 1 - rank, DualPipe's rank and p - 1 - rank of its two copies)."""
+    model = TinyGPT(config)
+    split_layers(config.n_layer, schedule.depth)
+    return model, [StageChunk(model, schedule.virtual_stage(rank, c), schedule.depth)
+                   for c in range(schedule.v)]
+
+
+def sync_schedule_grads(comm, schedule: Schedule, model: TinyGPT, chunks: list[StageChunk]) -> None:
+    """After a step: the gradients the serial model would have. Megatron's placement sums the
+    tied embedding between rank 0 and rank p - 1 (``sync_tied_grads``); the V keeps both its uses
+    on rank 0 (nothing to do); DualPipe sums every gradient between rank r and its mirror
+    p - 1 - r, which hold the same two stages and ran the two directions' micro-batches (the
+    DualPipe repository's example does the same: ``p0.grad += p1all[pp_size - 1 - rank]``)."""
+    if schedule.placement == "loop":
+        sync_tied_grads(comm, model, schedule.p)
+        return
+    mirror = schedule.p - 1 - comm.rank
+    if schedule.placement == "v" or mirror == comm.rank:
+        return
+    params = list(owned_params(model, chunks).values())
+    flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
+    if comm.rank < mirror:  # the lower rank sends first: no two ranks wait on each other
+        comm.send(flat, mirror)
+        other = comm.recv(mirror)
+    else:
+        other = comm.recv(mirror)
+        comm.send(flat, mirror)
+    total, offset = flat + other, 0
+    for p in params:
+        p.grad = total[offset:offset + p.numel()].view_as(p).clone()
+        offset += p.numel()
