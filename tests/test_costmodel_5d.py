@@ -161,3 +161,16 @@ def test_deepseek_v3_on_its_own_layout_holds_four_experts_per_gpu():
     est = estimate(v3, make_cluster("dgx-h100", 2048), plan)
     assert est.plan.edp == 2 and est.time.ep_comm > 0 and est.fits
     assert not estimate(v3, make_cluster("dgx-h100", 2048), plan.with_(recompute="none")).fits
+
+
+def test_chapter_13s_scenarios_split_activations_and_price_both_moe_models():
+    from parlab.costmodel.scenarios_5d import memory_vs_sequence, moe_pricing
+
+    series = memory_vs_sequence("llama-7b", [8192, 16384], [1, 2])
+    for cp1, cp2 in zip(series[1], series[2], strict=True):  # the same states, half the activations
+        assert cp2.stage.weights == cp1.stage.weights
+        assert cp2.stage.activations.layers == pytest.approx(cp1.stage.activations.layers / 2)
+    mixtral, v3 = moe_pricing()
+    assert mixtral.estimate.fits and v3.estimate.fits
+    assert round(mixtral.total_params / 1e9, 1) == 46.7 and round(v3.total_params / 1e9) == 671  # the papers'
+    assert 0 < mixtral.ep_share < 1 and v3.expert_params_per_gpu == 4 * 4 * 44_040_192

@@ -7,6 +7,10 @@ searches stay instant. Every formula names its source in its docstring.
     est = estimate("gpt3-175b", make_cluster("dgx-a100", 1024),
                    Plan(dp=16, tp=8, pp=8, micro_batch=1, global_batch=1536, recompute="full"))
     print(est.explain())
+
+A plan in five dimensions adds ``cp`` (context parallelism: ring attention or Ulysses) and ``ep``
+(expert parallelism of an MoE preset such as ``get_model("mixtral-8x7b")``):
+``Plan(dp=8, tp=2, cp=4, ep=8, sequence_parallel=True)``.
 """
 
 from parlab.layout import ORDER, GroupSpan, coords, group_ranks, group_span, rank_of
@@ -49,7 +53,16 @@ from .memory import (
     model_state_memory,
 )
 from .models import MODELS, ModelSpec, get_model, gpt_like, megatron_eq2_params, parse_size
-from .plan import DTYPES, OFFLOADS, SCHEDULES, TRAINING_DTYPES, Plan, check_plan, training_dtype
+from .plan import (
+    CP_IMPLS,
+    DTYPES,
+    OFFLOADS,
+    SCHEDULES,
+    TRAINING_DTYPES,
+    Plan,
+    check_plan,
+    training_dtype,
+)
 from .plan_memory import (
     Zero3VsZero2,
     fp32_gradient_copy,
@@ -110,7 +123,7 @@ __all__ = [
     "term_table", "tp_without_nvlink", "training_dtype", "zero3_gathered_params", "zero3_ranking", "zero3_units",
     "zero3_vs_zero2", "attention_score_bytes", "Lever", "lora_params", "one_gpu_levers", "fp32_gradient_copy", "megatron_zero3",
     "colossal_table", "compare_on_link", "layer_cost", "tp_layer_collectives",
-    "Advice", "advise",
+    "Advice", "advise", "CP_IMPLS",
 ]
 
 from .reprs import install as _install_reprs  # noqa: E402  (short reprs of the result types)

@@ -152,8 +152,11 @@ class Estimate:
                  if z == 3 else "")
         return [
             Term("parameters", st.weights,
-                 f"{human_count(st.params)} params ({layers} / tp {p.tp} + embeddings) x {prec.weight} B"
-                 f"{shard[z]}{zero3}", "Shoeybi et al. 2019 Sec. 3; " + ZERO_SRC),
+                 f"{human_count(st.params)} params ({layers} / tp {p.tp} + embeddings"
+                 + (f"; of them {human_count(self._experts())} in {plural(m.moe.num_experts // p.ep, 'routed expert')}"
+                    f" of {m.moe.num_experts} per MoE layer (E / ep {p.ep})" if m.moe else "")
+                 + f") x {prec.weight} B{shard[z]}{zero3}", "Shoeybi et al. 2019 Sec. 3; " + ZERO_SRC
+                 + ("; Lepikhin et al. 2020 (GShard), Sec. 3.2" if m.moe else "")),
             Term("gradients", st.grads + st.step_extra, self._gradient_formula(), ZERO_SRC + "; " + GRAD_SRC),
             Term("optimizer states", st.optimizer,
                  f"{human_count(st.params)} x {prec.master + 2 * prec.state} B (fp32 master + Adam m, v)"

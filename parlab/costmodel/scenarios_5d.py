@@ -48,10 +48,12 @@ class MoEPricing:
 
     @property
     def expert_params_per_gpu(self) -> float:
+        """Routed-expert parameters of the GPU that holds the most (the last pipeline stage, whose
+        layers are all MoE layers; the first also holds the dense first layers)."""
         from .moe_layer import stage_param_split
 
         e = self.estimate
-        return stage_param_split(e.model, e.plan.tp, e.plan.pp, e.stage.stage, e.plan.ep)[1]
+        return max(stage_param_split(e.model, e.plan.tp, e.plan.pp, stage, e.plan.ep)[1] for stage in ("first", "last"))
 
     @property
     def ep_share(self) -> float:
