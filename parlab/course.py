@@ -290,6 +290,7 @@ EXERCISES: tuple[Exercise, ...] = (
     Exercise(7, "ZeRO-2 step", ("1.16", "4.2")),
     Exercise(8, "rank grid", ("1.9", "1.14", "2.1")),
     Exercise(12, "interview drill", ("1.1", "1.3", "1.6", "1.9", "1.16")),
+    Exercise(13, "ring attention", ()),  # beyond the guide, as chapter 13
 )
 
 

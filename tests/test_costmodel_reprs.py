@@ -32,7 +32,7 @@ def results() -> list:
             cm.bloom_table()[0], cm.megatron_zero3()[0], cm.megatron_summary(cm.megatron_table1()),
             inference.generation_time("chatglm-6b", "a100", 100), fit, inference.gpu_gap(fit, 1000),
             walls.memory_wall("gpt3-175b"), walls.compute_wall("gpt3-175b"),
-            walls.memory_wall("gpt3-175b").fit("a100")]
+            walls.memory_wall("gpt3-175b").fit("a100"), cm.one_gpu_levers()[0]]
 
 
 def test_every_result_type_is_covered(results):

@@ -32,7 +32,7 @@ TAUGHT_BY: dict[str, tuple[str, ...]] = {
     "ZeRO/FSDP": ("parlab.parallel.zero", "parlab.costmodel.plan_memory"),
     "TP": ("parlab.parallel.tensor_parallel", "parlab.costmodel.tensor_parallel"),
     "SP": ("parlab.parallel.tensor_parallel",),
-    "CP": ("parlab.costmodel.frameworks",),  # described, not modelled: no Plan knob for it
+    "CP": ("parlab.parallel.context_parallel", "parlab.costmodel.context_parallel"),
     "PP": ("parlab.parallel.pipeline_parallel", "parlab.schedules"),
     "offload": ("parlab.parallel.zero.offload", "parlab.costmodel.memory"),
     "auto": ("parlab.costmodel.search", "parlab.costmodel.advisor"),

@@ -138,6 +138,7 @@ def result_types() -> dict[type, tuple[Callable, Callable | None]]:
     from .plan_memory import StageActivations, StageMemory, Zero3VsZero2
     from .scenarios import Guide119, ScalingPoint, TPWithoutNVLink, Zero3Ranking
     from .search import SearchResult
+    from .single_gpu import Lever
     from .step_time import StepTime
     from .validation import BloomRow, ErrorSummary, MegatronRow, Zero3Row
     from .walls import ComputeWall, GPUFit, MemoryWall
@@ -147,7 +148,7 @@ def result_types() -> dict[type, tuple[Callable, Callable | None]]:
     generic = [Verdict, GuideRule, StepTime, StageMemory, StageActivations, Zero3VsZero2,
                ModelStateMemory, ScalingPoint, Guide119, TPWithoutNVLink, Zero3Ranking, MegatronRow,
                BloomRow, Zero3Row, ErrorSummary, Generation, DecodeFit, GPUGap, GPUFit, MemoryWall,
-               ComputeWall]
+               ComputeWall, Lever]
     return special | {cls: (summary_repr, None) for cls in generic}
 
 

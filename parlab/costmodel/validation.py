@@ -27,7 +27,7 @@ from .plan_memory import zero_model_states
 from .search import search
 
 #: The error bands the tests hold the model to (tests/test_costmodel_validation.py), and that
-#: the README and chapter 10 quote: Megatron-LM Table 1 throughput (published settings and the
+#: the README and chapter 15 quote: Megatron-LM Table 1 throughput (published settings and the
 #: advisor's) within 10%, BLOOM's peak memory within 15%.
 MEGATRON_BAND = 0.10
 BLOOM_MEMORY_BAND = 0.15
