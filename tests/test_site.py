@@ -135,6 +135,10 @@ def test_the_bundle_holds_only_pure_python_parlab(site):
     assert {"parlab/costmodel/estimate.py", "parlab/schedules/simulate.py", "parlab/layout.py",
             "parlab/site/calc.py"} <= set(names)
     assert not any(n.startswith(("parlab/widgets", "parlab/viz", "parlab/comm", "parlab/parallel")) for n in names)
+    # every module of the pure packages, also those a plan imports only when it needs them (a
+    # mixture of experts: costmodel.moe_layer), else that plan fails in the browser alone
+    for pkg in ("costmodel", "schedules"):
+        assert {p.relative_to(ROOT).as_posix() for p in (ROOT / "parlab" / pkg).glob("*.py")} <= set(names)
     with pytest.raises(RuntimeError, match="pluggy"):
         bundle.imported(ROOT, "pluggy")  # a package Pyodide's core lacks is named (pytest's own)
 

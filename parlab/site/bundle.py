@@ -1,6 +1,8 @@
-"""The pure-Python part of parlab as one zip for Pyodide: exactly the modules that importing the
-calculators (``parlab.site.calc``) loads, found by importing it in a fresh interpreter, plus the
-data files beside them (``parlab/data/*.csv``).
+"""The pure-Python part of parlab as one zip for Pyodide: the modules that importing the
+calculators (``parlab.site.calc``) loads and every module of the pure packages (``PURE``: some
+are imported only when a plan needs them, as ``costmodel.moe_layer`` for a mixture of experts,
+and a module missing from the zip would fail in the reader's browser only), found by importing
+them all in a fresh interpreter, plus the data files beside them (``parlab/data/*.csv``).
 
 A module from outside the standard library (numpy, say) in that import is an error naming it:
 Pyodide's core has only the standard library, and the site loads no other package.
@@ -15,9 +17,13 @@ import zipfile
 from pathlib import Path
 
 ENTRY = "parlab.site.calc"
+PURE = ("parlab.costmodel", "parlab.schedules")  # pure Python, no numpy at import (DESIGN.md)
 _PROBE = """
-import json, sys
+import importlib, json, pkgutil, sys
 import {entry}
+for pkg in {pure!r}:
+    for info in pkgutil.walk_packages(importlib.import_module(pkg).__path__, pkg + "."):
+        importlib.import_module(info.name)
 mods = {{}}
 for name, mod in sorted(sys.modules.items()):
     f = getattr(mod, "__file__", None)
@@ -26,9 +32,10 @@ print(json.dumps({{"mods": mods, "stdlib": sorted(sys.stdlib_module_names)}}))
 """
 
 
-def imported(root: Path, entry: str = ENTRY) -> list[Path]:
-    """Files of the parlab modules that ``import entry`` loads (run in a fresh interpreter)."""
-    out = subprocess.run([sys.executable, "-c", _PROBE.format(entry=entry)], capture_output=True, text=True,
+def imported(root: Path, entry: str = ENTRY, pure: tuple[str, ...] = PURE) -> list[Path]:
+    """Files of the parlab modules that ``import entry`` and importing every module of ``pure``
+    load (run in a fresh interpreter)."""
+    out = subprocess.run([sys.executable, "-c", _PROBE.format(entry=entry, pure=pure)], capture_output=True, text=True,
                          cwd=root, env={"PYTHONPATH": str(root), "PATH": ""}, timeout=120, check=True)
     probe = json.loads(out.stdout.strip().splitlines()[-1])
     stdlib, files, foreign = set(probe["stdlib"]), [], []
@@ -39,7 +46,8 @@ def imported(root: Path, entry: str = ENTRY) -> list[Path]:
         elif top not in stdlib and not top.startswith("_") and file is not None and "site-packages" in file:
             foreign.append(name)
     if foreign:
-        raise RuntimeError(f"import {entry} loads modules Pyodide's core lacks: {', '.join(sorted(foreign))} "
+        raise RuntimeError(f"import {entry} (and {', '.join(pure)}) loads modules Pyodide's core lacks: "
+                           f"{', '.join(sorted(foreign))} "
                            "(the calculators may import only the standard library and parlab's pure packages)")
     return sorted(files)
 
