@@ -62,7 +62,7 @@ def plan_figure(est: Estimate):
     """The two bars of a plan, memory above time: the PlanDashboard's picture."""
     from parlab.viz.figures import new_figure
 
-    fig = new_figure(7.5, 3.1, left=0.03, right=0.6, bottom=0.14, top=0.92, hspace=1.05)
+    fig = new_figure(7.5, 2.9, left=0.03, right=0.6, bottom=0.15, top=0.92, hspace=1.1)
     plot_memory_breakdown(fig.add_subplot(2, 1, 1), est)
     plot_time_breakdown(fig.add_subplot(2, 1, 2), est)
     return fig

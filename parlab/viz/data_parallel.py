@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .figures import new_figure
+from .figures import log_ticks, new_figure
 
 COLORS = {"forward": "#4c78a8", "backward": "#f58518", "comm": "#54a24b", "optimizer": "#b279a2"}
 SERIES = ("#4c78a8", "#e45756", "#54a24b", "#b279a2")
@@ -66,16 +66,6 @@ def curves_figure(xlabel: str, ylabel: str, measured: Mapping[str, Curve],
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7, frameon=False)
     return fig
-
-
-def log_ticks(axis) -> None:
-    """Plain-number ticks at 1, 2 and 5 of each decade on a log axis, no minor labels (a range
-    under one decade otherwise labels its minor ticks over each other, '3x10^3' on '4x10^3')."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    axis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.4g}"))
-    axis.set_minor_formatter(NullFormatter())
 
 
 def step_terms_figure(rows: Sequence[tuple[str, float, float, float]], marker: float | None = None,

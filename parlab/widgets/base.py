@@ -49,7 +49,7 @@ CSS_PREFIX = "parlab-"  # DOM classes for the browser test: parlab-<control>, pa
 # compact rows for every dashboard's tables (JupyterLab's default padding makes a 5-row table
 # 160 px tall); scoped to parlab's output widgets
 COMPACT = ("<style>.parlab-output table td, .parlab-output table th {padding: 2px 10px; line-height: 1.3}"
-           " .parlab-output p {margin: 4px 0}</style>")
+           " .parlab-output p {margin: 4px 0; line-height: 1.35}</style>")
 NO_RESULT = '<p class="parlab-no-result" style="color:#777">(no result: fix the setting above)</p>'
 
 
