@@ -3,7 +3,8 @@
     python -m parlab.nbtidy [NOTEBOOK ...]          # default: course/, solutions/, exercises/
     python -m parlab.nbtidy --check [NOTEBOOK ...]  # exit 1 (naming each cell) if any is untidy
 
-Two rules, applied to the cells' metadata (no output changes, so nothing is re-executed):
+Three rules; the first two touch only the cells' metadata and source (no output changes, so
+nothing is re-executed), the third adds one cell with its output:
 
 - **An answer cell's source is hidden** (``metadata.jupyter.source_hidden``, JupyterLab's
   collapsed input, as chapter 01 did first): a code cell of a "Check yourself" section
@@ -13,6 +14,9 @@ Two rules, applied to the cells' metadata (no output changes, so nothing is re-e
   nbval's comment markers) is removed from the source and becomes the cell tag nbval reads the
   same way (``nbval-ignore-output``: nbval's ``plugin.metadata_tags`` is its comment markers,
   lower case, ``_`` as ``-``).
+- **A chapter opens with a picture**: a chapter of course/ with a cover (``parlab.cover.COVERS``)
+  gets its cover cell (tag ``parlab-cover``, source hidden) after its first cell (the title and
+  the guide questions), its output drawn by the same code the cell runs.
 
 Running it twice changes nothing the second time; the coordinator re-runs it after merging
 notebooks that several people edited (tests/test_nbtidy.py keeps every notebook tidy).
@@ -111,6 +115,39 @@ def tidy_cell(cell, answer: bool) -> bool:
     return changed
 
 
+COVER_TAG = "parlab-cover"
+
+
+def has_cover(nb) -> bool:
+    return any(COVER_TAG in c.get("metadata", {}).get("tags", []) for c in nb.cells)
+
+
+def wants_cover(path: Path) -> str | None:
+    """The cover's name for a chapter of course/ that has one in ``COVERS``, else None."""
+    from parlab.cover import COVERS, chapter_name
+
+    name = chapter_name(path)
+    return name if path.parent.name == "course" and name in COVERS else None
+
+
+def cover_cell(name: str):
+    """The cover cell of chapter ``name``, with its output (what running it displays)."""
+    import base64
+
+    import nbformat
+
+    from parlab.cover import cover_figure, cover_source, cover_text
+    from parlab.viz.figures import figure_image
+
+    image = figure_image(cover_figure(name), text=cover_text(name))
+    data, metadata = image._repr_mimebundle_()
+    cell = nbformat.v4.new_code_cell(cover_source(name), execution_count=1,
+                                     metadata={"jupyter": {"source_hidden": True}, "tags": [COVER_TAG]})
+    cell.outputs = [nbformat.v4.new_output("display_data", metadata=metadata, data={
+        "image/png": base64.b64encode(data["image/png"]).decode(), "text/plain": data["text/plain"]})]
+    return cell
+
+
 def default_notebooks(root: Path = ROOT) -> list[Path]:
     return sorted(p for d in ("course", "solutions", "exercises") for p in (root / d).glob("*.ipynb"))
 
@@ -123,7 +160,16 @@ def tidy(path: Path, check: bool = False) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     hide = set(to_hide(nb))
     found = [f"{path}: cell {i}: {p}" for i, c in enumerate(nb.cells) for p in untidy(c, i in hide)]
-    if not check and any([tidy_cell(c, i in hide) for i, c in enumerate(nb.cells)]):
+    cover = wants_cover(path)
+    if cover and not has_cover(nb):
+        found.append(f"{path}: no cover cell (parlab.cover {cover!r})")
+    if check:
+        return found
+    changed = any([tidy_cell(c, i in hide) for i, c in enumerate(nb.cells)])
+    if cover and not has_cover(nb):
+        nb.cells.insert(1, cover_cell(cover))
+        changed = True
+    if changed:
         nbformat.write(nb, path)
     return found
 

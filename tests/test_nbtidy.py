@@ -1,7 +1,8 @@
 """A learner sees the course, not its scaffolding (issue 20 items 10 and 13): every "Check
-yourself" cell's source is hidden, nbval's markers are tags (not ``# NBVAL_...`` comments), and
-no chapter's prose speaks to the maintainers. ``python -m parlab.nbtidy`` makes the first two
-true; these tests keep all three true."""
+yourself" cell's source is hidden, nbval's markers are tags (not ``# NBVAL_...`` comments), every
+chapter opens with its title, the guide questions and a picture (its cover), and no chapter's
+prose speaks to the maintainers. ``python -m parlab.nbtidy`` makes the first three true; these
+tests keep all four true."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import nbformat
 import pytest
 from nbval.plugin import find_comment_markers, find_metadata_tags
 
+from parlab.cover import COVERS, chapter_name, cover_text
 from parlab.nbtidy import (
+    COVER_TAG,
     NBVAL_COMMENTS,
     default_notebooks,
     main,
@@ -52,6 +55,30 @@ def test_no_chapter_speaks_to_the_maintainers(notebooks):
     found = [f"{p.name}: cell {i}: {m.group(0)!r}" for p in CHAPTERS for i, c in enumerate(notebooks[p].cells)
              if c.cell_type == "markdown" for m in MAINTAINER.finditer(c.source)]
     assert not found, "\n".join(found)
+
+
+FIRST_SCREEN_LINES = 25  # markdown lines above the cover: about 550 px, so it starts on a 760 px screen
+
+
+def test_every_chapter_opens_with_its_questions_and_its_cover(notebooks):
+    for path in CHAPTERS:
+        nb, name = notebooks[path], chapter_name(path)
+        assert name in COVERS, f"{path.name}: add its cover to parlab.cover.COVERS, then run python -m parlab.nbtidy"
+        first, cover = nb.cells[0], nb.cells[1]
+        assert first.cell_type == "markdown" and first.source.startswith("# "), path.name
+        assert COVER_TAG in cover.metadata.get("tags", []), f"{path.name}: run python -m parlab.nbtidy"
+        assert cover.metadata["jupyter"]["source_hidden"] and f'show_cover("{name}")' in cover.source
+        (out,) = cover.outputs
+        assert "image/png" in out.data and out.data["text/plain"] == cover_text(name)
+        assert len(first.source.splitlines()) <= FIRST_SCREEN_LINES, f"{path.name}: the cover is below the first screen"
+        if not path.name.startswith("00"):  # the question: guide sections, or what it is for
+            assert re.search(r"guide questions? answered|guide \d\.\d|\?|chapter is for", first.source, re.IGNORECASE), (
+                f"{path.name}: the title cell names no question it answers")
+
+
+def test_a_chapter_name_survives_renumbering():
+    assert chapter_name("course/13_derivations.ipynb") == chapter_name("course/14_derivations.ipynb") == "derivations"
+    assert chapter_name("x/notes.ipynb") == "notes"
 
 
 # -- the rules themselves ----------------------------------------------------------------------
