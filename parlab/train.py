@@ -98,7 +98,7 @@ def parse_fault(text: str | None):
     """'STEP[:RANK[:save]]' -> a train.Fault (None for None)."""
     if text is None:
         return None
-    from parlab.parallel.train import Fault
+    from parlab.parallel.trainer import Fault
 
     parts = text.split(":")
     try:
@@ -147,8 +147,7 @@ class Progress:
 
 def cli_worker(comm, config, plan, steps, checkpoint, progress, fault, device="cpu"):
     """What every rank runs: train, then the per-rank table on rank 0."""
-    from parlab.parallel.train import train_3d
-    from parlab.parallel.train_report import gather_summary, summary_table
+    from parlab.parallel.trainer import gather_summary, summary_table, train_3d
 
     report = train_3d(comm, config, plan, steps, checkpoint=checkpoint, on_step=progress,
                       fault=fault, device=device)
@@ -165,15 +164,16 @@ def preflight(checkpoint, config, plan, probe_lock: bool) -> int | None:
     """The checkpoint directory, before any rank starts: not held by another run (``probe_lock``:
     only one process of a job probes), a resume has a complete, compatible checkpoint (its step
     is returned), a fresh run finds no old one (None)."""
-    from parlab.parallel.checkpoint import (
+    from parlab.parallel.trainer.checkpoint import (
         check_compatible,
+        check_directory,
         latest_step,
         optimizer_settings,
+        probe,
         read_checkpoint,
         refuse_overwrite,
         step_dir,
     )
-    from parlab.parallel.checkpoint_owner import check_directory, probe
 
     check_directory(checkpoint.directory)
     if probe_lock:
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             wait_for_torchrun_stop(args.timeout)
         return 2
     from parlab.parallel.model import GPTConfig
-    from parlab.parallel.train import Checkpointing, TrainPlan
+    from parlab.parallel.trainer import Checkpointing, TrainPlan
     from parlab.train_checks import check_fits
 
     this = sys.modules.get("parlab.train") or __import__("parlab.train", fromlist=["cli_worker"])

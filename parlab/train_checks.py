@@ -3,7 +3,7 @@ rules of a 3D run and torchrun's environment (``check_args``: plain Python, befo
 imported), and whether the run fits this machine's memory (``check_fits``: the cost model's
 estimate against what is available). Each failure is one ValueError naming the flag or
 variable, its value and the rule. ``check_layout`` holds the rules of a 3D layout once:
-``parlab.parallel.train.TrainPlan.check`` calls it too.
+``parlab.parallel.trainer.TrainPlan.check`` calls it too.
 """
 
 from __future__ import annotations
@@ -193,8 +193,8 @@ def available_memory() -> int | None:
 
 def check_fits(config, plan, local_ranks: int, available: int | None = None) -> float:
     """Refuse a run whose ``local_ranks`` ranks on this machine need more memory than is
-    available (``train_predict.run_memory``: model states + activations). Returns the bytes."""
-    from parlab.parallel.train_predict import run_memory
+    available (``parlab.parallel.trainer.predict.run_memory``: model states + activations). Returns the bytes."""
+    from parlab.parallel.trainer.predict import run_memory
 
     need = run_memory(config, plan, local_ranks)
     have = available_memory() if available is None else available

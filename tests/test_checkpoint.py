@@ -1,4 +1,4 @@
-"""Sharded checkpoints of the 3D trainer (``parlab.parallel.checkpoint``): a run saved at step 2
+"""Sharded checkpoints of the 3D trainer (``parlab.parallel.trainer.checkpoint``): a run saved at step 2
 and resumed gives the uninterrupted loss curve exactly on the same layout and within float
 rounding on another dp x tp x pp (re-sharding: interleaved 1F1B with ZeRO-1 saved, ZB-H1 with TP
 and GPipe with pure DP resumed); a partial checkpoint is never loaded; a corrupt file, a missing
@@ -24,7 +24,17 @@ import cloudpickle
 import pytest
 
 from parlab.comm import RankError, World, launch
-from parlab.parallel.checkpoint import (
+from parlab.parallel.model import GPTConfig
+from parlab.parallel.trainer import Checkpointing, TrainPlan, serial_losses, train_3d, with_layout
+from parlab.parallel.trainer.checkpoint.files import seal, sha256, shard_entries
+from parlab.parallel.trainer.checkpoint.owner import (
+    DirectoryLock,
+    _fresh_partial,
+    check_directory,
+    write_error,
+)
+from parlab.parallel.trainer.checkpoint.runs import claim, owning
+from parlab.parallel.trainer.checkpoint.sharded import (
     MANIFEST,
     PARTIAL,
     SHARD,
@@ -38,16 +48,6 @@ from parlab.parallel.checkpoint import (
     step_dir,
     verify_checkpoint,
 )
-from parlab.parallel.checkpoint_files import seal, sha256, shard_entries
-from parlab.parallel.checkpoint_owner import (
-    DirectoryLock,
-    _fresh_partial,
-    check_directory,
-    write_error,
-)
-from parlab.parallel.checkpoint_run import claim, owning
-from parlab.parallel.model import GPTConfig
-from parlab.parallel.train import Checkpointing, TrainPlan, serial_losses, train_3d, with_layout
 
 CFG = GPTConfig(n_layer=4, hidden=32, n_head=4, seq_len=16)
 # saved: 2 x 1 x 2, interleaved 1F1B (2 chunks per rank), ZeRO-1 over DP

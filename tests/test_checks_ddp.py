@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from parlab.checks.ddp import check_bucketed_ddp, check_plan
-from parlab.parallel.bucket import bucket_plan
+from parlab.parallel.data_parallel import bucket_plan
 
 pytestmark = pytest.mark.usefixtures("warm_launches")  # launch runs on warm ranks (conftest)
 

@@ -94,8 +94,8 @@ def test_a_bench_prose_line_is_wrapped_and_a_table_row_kept(long_bench, capsys):
 
 
 def test_the_trainer_step_line_and_table_fit_with_the_rank_prefix(capsys):
-    from parlab.parallel.train import PHASES, StepLog
-    from parlab.parallel.train_report import SUMMARY, summary_table
+    from parlab.parallel.trainer import PHASES, StepLog
+    from parlab.parallel.trainer.report import SUMMARY, summary_table
     from parlab.train import Progress
 
     phases = dict(zip(PHASES, (2.251, 0.024, 0.120, 0.003, 1.234), strict=True))  # s, a busy step

@@ -21,8 +21,12 @@ import torch
 from torch import nn
 
 from parlab.comm import RankDied, World, launch
-from parlab.parallel.bucket import bucket_bytes, bucket_plan, cap_bytes
-from parlab.parallel.data_parallel import DistributedDataParallel
+from parlab.parallel.data_parallel import (
+    DistributedDataParallel,
+    bucket_bytes,
+    bucket_plan,
+    cap_bytes,
+)
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -45,7 +49,7 @@ def _sgd(params, lr: float = LR) -> None:
 
 def _serial(steps: int, micro: int = 1):
     """TinyGPT(seed 0) trained on the global batches (``micro`` micro-batches summed per step)."""
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
     from parlab.parallel.model import GPTConfig, TinyGPT
 
     model = TinyGPT(GPTConfig(seed=0))
@@ -60,7 +64,7 @@ def _serial(steps: int, micro: int = 1):
 
 def _ddp_checks(comm) -> dict:
     """Every check of one rank on the local backend."""
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
     from parlab.parallel.data_parallel import DistributedDataParallel
     from parlab.parallel.model import GPTConfig, TinyGPT
 
@@ -150,7 +154,7 @@ def _torch_checks(comm) -> dict:
     the default group the launch initialised) and serial training."""
     import torch.distributed as dist
 
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
     from parlab.parallel.data_parallel import DistributedDataParallel
     from parlab.parallel.model import GPTConfig, TinyGPT
 
@@ -282,7 +286,7 @@ def test_equals_torch_ddp_on_gloo():
 
 # ---------------------------------------------------------------------------- failure
 def _dies_mid_backward(comm):
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
     from parlab.parallel.data_parallel import DistributedDataParallel
     from parlab.parallel.model import GPTConfig, TinyGPT
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from parlab.parallel import data
-from parlab.parallel.data import VOCAB, batches, corpus, decode, encode, tokens
+from parlab.parallel import dataset
+from parlab.parallel.dataset import VOCAB, batches, corpus, decode, encode, tokens
 from parlab.parallel.model import (
     GPTConfig,
     TinyGPT,
@@ -159,7 +159,7 @@ def test_training_arguments_are_checked():
 # ---------------------------------------------------------------------------- data
 def test_corpus_is_deterministic_in_vocabulary_and_structured():
     text = corpus()
-    assert len(text) == data.CORPUS_CHARS and text == corpus(0) and text != corpus(1)
+    assert len(text) == dataset.CORPUS_CHARS and text == corpus(0) and text != corpus(1)
     assert set(text) <= set(VOCAB)
     assert decode(encode(text[:500])) == text[:500]
     words = text.replace("\n", " ").split()
@@ -173,7 +173,7 @@ def test_corpus_is_deterministic_in_vocabulary_and_structured():
 
 def test_splits_and_batches_are_deterministic():
     train, val = tokens("train"), tokens("val")
-    assert len(train) + len(val) == data.CORPUS_CHARS and not train.flags.writeable
+    assert len(train) + len(val) == dataset.CORPUS_CHARS and not train.flags.writeable
     (x1, y1), (x2, y2) = next(batches(4, 16, seed=7)), next(batches(4, 16, seed=7))
     assert torch.equal(x1, x2) and torch.equal(y1, y2)
     assert x1.shape == (4, 16) and x1.dtype == torch.int64

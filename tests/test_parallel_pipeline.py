@@ -1,4 +1,4 @@
-"""The pipeline executor (``parlab.parallel.pipeline``): for every synchronous schedule and several
+"""The pipeline executor (``parlab.parallel.pipeline_parallel``): for every synchronous schedule and several
 (p, m, v), on both backends, the pipelined step gives the unsplit model's loss and gradients on the
 same batch, holds exactly the activations the simulator predicts (measured with saved-tensor
 hooks), and sends b/m x s x h x 4 bytes per micro-batch and boundary each way; and it gives what
@@ -23,7 +23,8 @@ import torch
 from parlab.comm import launch
 from parlab.parallel import GPTConfig, TinyGPT, batches
 from parlab.parallel.measure import PhaseClock, SavedActivations, align
-from parlab.parallel.pipeline import (
+from parlab.parallel.pipeline_parallel import split_layers
+from parlab.parallel.pipeline_parallel.executor import (
     activation_ratio,
     boundary_bytes,
     check_run,
@@ -31,7 +32,6 @@ from parlab.parallel.pipeline import (
     pipeline_step,
     send_order,
 )
-from parlab.parallel.pipeline_stage import split_layers
 from parlab.schedules import (
     gpipe,
     interleaved_1f1b,
@@ -79,7 +79,7 @@ def every_case(comm, cases, cfg, x, y, with_torch=False):
     for name, m, v in cases:
         out["parlab"].append(pipeline_step(comm, make_schedule(name, comm.world_size, m, v), cfg, x, y))
     if with_torch:
-        from parlab.parallel.pipeline_torch import TORCH_SCHEDULES, torch_pipeline_step
+        from parlab.parallel.pipeline_parallel import TORCH_SCHEDULES, torch_pipeline_step
 
         for name, m, v in cases:
             if name in TORCH_SCHEDULES:

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from parlab.parallel.data import batches
+from parlab.parallel import batches
 from parlab.parallel.model import GPTConfig
 from parlab.parallel.precision import (
     DynamicLossScaler,

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from parlab.costmodel import activation_bytes_per_layer
-from parlab.parallel.data import batches
+from parlab.parallel import batches
 from parlab.parallel.model import GPTConfig
 from parlab.parallel.recompute import (
     measure_recompute,

@@ -43,10 +43,13 @@ def _model_checks(comm) -> dict:
     SP, tied and untied; then three SGD steps."""
     import torch
 
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
     from parlab.parallel.model import GPTConfig, TinyGPT
-    from parlab.parallel.tensor import allreduce_sequence_parallel_grads
-    from parlab.parallel.tensor_model import TensorParallelGPT, shard_tensors
+    from parlab.parallel.tensor_parallel import (
+        TensorParallelGPT,
+        allreduce_sequence_parallel_grads,
+        shard_tensors,
+    )
 
     out = {}
     x, y = next(batches(B, S, seed=0))
@@ -90,7 +93,7 @@ def _layer_traffic(comm) -> dict:
     import torch
 
     from parlab.parallel.model import GPTConfig
-    from parlab.parallel.tensor_model import ParallelBlock
+    from parlab.parallel.tensor_parallel import ParallelBlock
 
     cfg = GPTConfig()
     out = {}
@@ -111,8 +114,8 @@ def _layer_traffic(comm) -> dict:
 
 
 def _algebra_checks(comm) -> dict:
-    """tensor_algebra's column- and row-parallel Y = XA against numpy on the full matrices."""
-    from parlab.parallel.tensor_algebra import (
+    """tensor_parallel.algebra's column- and row-parallel Y = XA against numpy on the full matrices."""
+    from parlab.parallel.tensor_parallel import (
         column_parallel_backward,
         column_parallel_forward,
         row_parallel_backward,
@@ -143,10 +146,8 @@ def _layer_checks(comm) -> dict:
     """Each layer and region operator against its serial torch counterpart."""
     import torch
 
-    from parlab.parallel import tensor as T
-    from parlab.parallel.cross_entropy import vocab_parallel_cross_entropy
-    from parlab.parallel.tensor_algebra import shard
-    from parlab.parallel.tensor_model import load_serial
+    from parlab.parallel import tensor_parallel as T
+    from parlab.parallel.tensor_parallel import load_serial, shard, vocab_parallel_cross_entropy
 
     gen = torch.Generator().manual_seed(11)
     torch.manual_seed(0)  # the serial modules below draw from the global RNG: same on every rank
@@ -202,7 +203,7 @@ def _layer_checks(comm) -> dict:
 
 def _serial_grads(layer, serial) -> dict:
     """The serial module's gradients, sliced as the TP layer's parameters are."""
-    from parlab.parallel.tensor_model import shard_tensors
+    from parlab.parallel.tensor_parallel import shard_tensors
 
     return shard_tensors(layer, {n: p.grad for n, p in serial.named_parameters()})
 
@@ -211,9 +212,9 @@ def _errors(comm) -> dict:
     """Messages of the ValueErrors a TP group of this size must raise."""
     import torch
 
-    from parlab.parallel import tensor as T
+    from parlab.parallel import tensor_parallel as T
     from parlab.parallel.model import GPTConfig, TinyGPT
-    from parlab.parallel.tensor_model import TensorParallelGPT, load_serial
+    from parlab.parallel.tensor_parallel import TensorParallelGPT, load_serial
 
     cases = {
         "heads": lambda: TensorParallelGPT(GPTConfig(n_head=6, hidden=72), comm),
@@ -373,7 +374,7 @@ def test_bad_tp_degrees_and_shapes_raise_value_errors_naming_the_rule(tp):
 
 
 def test_a_non_communicator_is_a_type_error():
-    from parlab.parallel import tensor as T
+    from parlab.parallel import tensor_parallel as T
 
     with pytest.raises(TypeError, match="comm must be a parlab communicator"):
         T.ColumnParallelLinear(4, 4, comm=object())
@@ -391,7 +392,7 @@ def _fake_comm(world_size: int = 2, rank: int = 0):
 
 @pytest.mark.parametrize("stride", [0, -3, 1.5, True])
 def test_column_parallel_stride_must_be_a_positive_integer(stride):
-    from parlab.parallel import tensor as T
+    from parlab.parallel import tensor_parallel as T
 
     with pytest.raises(ValueError, match=rf"stride must be an integer >= 1 .*got {stride!r}"):
         T.ColumnParallelLinear(4, 6, _fake_comm(), stride=stride)
@@ -401,7 +402,7 @@ def test_column_parallel_stride_must_be_a_positive_integer(stride):
 def test_vocab_parallel_embedding_refuses_ids_outside_the_vocabulary_like_nn_embedding(bad):
     import torch
 
-    from parlab.parallel import tensor as T
+    from parlab.parallel import tensor_parallel as T
 
     idx = torch.tensor([[1, bad, 2]])
     with pytest.raises(IndexError):

@@ -1,4 +1,4 @@
-"""The 3D trainer (``parlab.parallel.train``): the tiny GPT trained on 8 processes as
+"""The 3D trainer (``parlab.parallel.trainer``): the tiny GPT trained on 8 processes as
 dp x tp x pp = 2 x 2 x 2 (1F1B over the pipeline, Megatron TP inside each stage, gradient
 all-reduce over DP) gives the loss curve of single-process training on the same data, on both
 backends, and every rank holds and sends exactly what the cost model predicts for it.
@@ -17,9 +17,15 @@ import pytest
 
 from parlab.comm import launch
 from parlab.parallel.model import GPTConfig
-from parlab.parallel.train import StepLog, TrainPlan, serial_losses, train_3d
-from parlab.parallel.train_predict import predicted_params
-from parlab.parallel.train_report import pipeline_timeline, summary_table
+from parlab.parallel.trainer import (
+    StepLog,
+    TrainPlan,
+    pipeline_timeline,
+    serial_losses,
+    summary_table,
+    train_3d,
+)
+from parlab.parallel.trainer.predict import predicted_params
 
 CFG = GPTConfig(n_layer=2, hidden=32, n_head=4, seq_len=16)
 PLAN = TrainPlan(dp=2, tp=2, pp=2, batch_size=8, micro_batches=2, schedule="1f1b")

@@ -1,5 +1,5 @@
 """Every schedule the trainer accepts (``parlab.schedules.SCHEDULES``) on a tiny 1 x 2 x 2 run:
-each rank sends and holds exactly what ``train_predict`` says, byte for byte, on the local
+each rank sends and holds exactly what ``trainer.predict`` says, byte for byte, on the local
 backend, and the loss is serial training's. ZB-H1 splits the backward into B and W over one
 graph; W must not repeat TP's backward all-reduces (issue 20: ranks 2-3 sent 527,360 TP bytes
 where 330,752 are predicted). One warm 4-rank World, one one-step run per schedule."""
@@ -10,7 +10,7 @@ import pytest
 
 from parlab.comm import World
 from parlab.parallel.model import GPTConfig
-from parlab.parallel.train import TrainPlan, serial_losses, train_3d
+from parlab.parallel.trainer import TrainPlan, serial_losses, train_3d
 from parlab.schedules import SCHEDULES
 
 CFG = GPTConfig(n_layer=4, hidden=32, n_head=4, seq_len=16)  # 4 layers: interleaved, 2 chunks x 2

@@ -31,8 +31,7 @@ import pytest
 import torch
 from torch import nn
 
-from parlab.parallel.zero import ZeroDataParallel, check_zero_args
-from parlab.parallel.zero_shard import shard_plan
+from parlab.parallel.zero import ZeroDataParallel, check_zero_args, shard_plan
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -46,7 +45,7 @@ def _err(a, b) -> float:
 
 def _train(engine, comm, steps: int = K, opt=None):
     """``steps`` steps of ``engine`` (ZeRO: its own step; else ``opt``) on this rank's blocks."""
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
 
     data = batches(B, 32, seed=1, rank=comm.rank, world=comm.world_size)
     for _ in range(steps):
@@ -72,7 +71,7 @@ def _group_checks(comm, serial, mixed: bool) -> dict:
     and offload runs as well."""
     from parlab.parallel.data_parallel import DistributedDataParallel
     from parlab.parallel.model import GPTConfig, TinyGPT
-    from parlab.parallel.offload import ParamAdamW
+    from parlab.parallel.zero import ParamAdamW
 
     ddp = DistributedDataParallel(TinyGPT(GPTConfig(seed=0)), comm)
     _train(ddp, comm, opt=ParamAdamW(ddp.parameters(), lr=LR))
@@ -101,7 +100,7 @@ def _checks(comm, serial: list[torch.Tensor]) -> dict:
     out["groups"].append(_group_checks(pair, serial, local and comm.rank >= 2))
     out["groups"].append(_group_checks(comm, serial, False))
     if local:
-        from parlab.parallel.zero_measure import zero_memory_rows, zero_traffic_rows
+        from parlab.parallel.zero import zero_memory_rows, zero_traffic_rows
 
         out["traffic"] = zero_traffic_rows(comm)
         out["memory"] = {s: zero_memory_rows(comm, s, dtype="bf16") for s in (0, 1, 2, 3)}
@@ -116,7 +115,7 @@ def _checks(comm, serial: list[torch.Tensor]) -> dict:
 def _accumulated(comm, stage: int, serial) -> float | str:
     """K steps of two half micro-batches each (loss / 2 on each, so the sum is the block's mean):
     the error against serial training, or the error message (stage 1 refuses)."""
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
     from parlab.parallel.model import GPTConfig, TinyGPT
 
     engine = ZeroDataParallel(TinyGPT(GPTConfig(seed=0)), comm, stage, lr=LR)
@@ -289,7 +288,7 @@ _RESULTS: dict[str, list[dict]] = {}
 @pytest.fixture(scope="module")
 def serial() -> list[torch.Tensor]:
     """TinyGPT(seed 0) after K steps of ``train_reference`` (torch.optim.AdamW) on the global batches."""
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
     from parlab.parallel.model import GPTConfig, TinyGPT, train_reference
 
     model = TinyGPT(GPTConfig(seed=0))

@@ -21,9 +21,9 @@ import pytest
 
 from parlab.comm import launch
 from parlab.comm.torchrun import run_torchrun
-from parlab.parallel.checkpoint import PARTIAL, complete_steps
 from parlab.parallel.model import GPTConfig
-from parlab.parallel.train import TrainPlan, train_3d
+from parlab.parallel.trainer import TrainPlan, train_3d
+from parlab.parallel.trainer.checkpoint.sharded import PARTIAL, complete_steps
 from parlab.train import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -262,7 +262,7 @@ def test_resume_on_a_file_path_says_it_is_a_file(tmp_path, no_ranks, capsys):
 
 
 def test_a_directory_held_by_another_run_exits_2(tmp_path, no_ranks, capsys):
-    from parlab.parallel.checkpoint_owner import DirectoryLock
+    from parlab.parallel.trainer.checkpoint import DirectoryLock
 
     with DirectoryLock(tmp_path):
         assert main(["--steps", "1", "--checkpoint-dir", str(tmp_path), "--save-every", "1"]) == 2
@@ -271,7 +271,7 @@ def test_a_directory_held_by_another_run_exits_2(tmp_path, no_ranks, capsys):
 
 
 def test_two_trainers_on_one_directory_one_wins_and_owns_every_file(tmp_path):
-    from parlab.parallel.checkpoint import read_checkpoint, step_dir, verify_checkpoint
+    from parlab.parallel.trainer.checkpoint import read_checkpoint, step_dir, verify_checkpoint
 
     ckpt = tmp_path / "ckpt"
     cmd = [sys.executable, "-m", "parlab.train", "--steps", "2", "--save-every", "1", "--quiet",

@@ -67,7 +67,7 @@ def parlab_worker(comm, layers: int, hidden: int, batch: int, cap: float, micro:
                   repeats: int, sweep: bool) -> dict:
     """On every rank: best step seconds of parlab DDP with overlap, without, per micro-batch with
     and without no_sync, and (``sweep``) for each bucket cap of ``CAPS_MB``."""
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
     from parlab.parallel.data_parallel import DistributedDataParallel
     from parlab.parallel.model import GPTConfig, TinyGPT
 
@@ -110,7 +110,7 @@ def parlab_worker(comm, layers: int, hidden: int, batch: int, cap: float, micro:
 
 def parlab_step(comm, layers: int, hidden: int, batch: int, cap: float, repeats: int) -> float:
     """On every rank: best step seconds of parlab DDP (overlap), the twin of ``torch_worker``."""
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
     from parlab.parallel.data_parallel import DistributedDataParallel
     from parlab.parallel.model import GPTConfig, TinyGPT
 
@@ -128,7 +128,7 @@ def torch_worker(comm, layers: int, hidden: int, batch: int, cap: float, repeats
     """On every rank of a torch-backend world: best step seconds of torch DDP on gloo."""
     import torch
 
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
     from parlab.parallel.model import GPTConfig, TinyGPT
 
     model = torch.nn.parallel.DistributedDataParallel(TinyGPT(GPTConfig(n_layer=layers, hidden=hidden)),

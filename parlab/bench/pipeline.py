@@ -32,9 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def bench_worker(comm, names, cfg, x, y, m: int, repeats: int, with_torch: bool) -> dict:
     """On every rank: {('parlab' | 'torch', name): (best step seconds, last StageRun or None)}."""
-    from parlab.parallel.pipeline import check_run, run_schedule
-    from parlab.parallel.pipeline_stage import build_chunks
-    from parlab.parallel.pipeline_torch import TORCH_SCHEDULES, torch_pipeline_step
+    from parlab.parallel.pipeline_parallel import TORCH_SCHEDULES, build_chunks, torch_pipeline_step
+    from parlab.parallel.pipeline_parallel.executor import check_run, run_schedule
     from parlab.schedules import make_schedule
 
     out = {}
@@ -89,7 +88,7 @@ def step_table(rows) -> str:
 def run(args: argparse.Namespace) -> int:
     from parlab.comm import launch
     from parlab.parallel import GPTConfig, batches
-    from parlab.parallel.pipeline import measured_timeline
+    from parlab.parallel.pipeline_parallel import measured_timeline
     from parlab.schedules import make_schedule, simulate
     from parlab.tables import table
 

@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _data(comm, batch: int):
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
 
     return next(batches(batch * comm.world_size, 32, rank=comm.rank, world=comm.world_size))
 
@@ -51,8 +51,7 @@ def parlab_worker(comm, layers: int, hidden: int, batch: int, dtype: str, repeat
     from parlab.parallel.data_parallel import DistributedDataParallel
     from parlab.parallel.measure import held_bytes
     from parlab.parallel.model import GPTConfig, TinyGPT
-    from parlab.parallel.offload import ParamAdamW
-    from parlab.parallel.zero import ZeroDataParallel
+    from parlab.parallel.zero import ParamAdamW, ZeroDataParallel
 
     cfg = GPTConfig(n_layer=layers, hidden=hidden)
     x, y = _data(comm, batch)

@@ -4,7 +4,7 @@ the learner's gradient hooks train replicas that stay equal to serial training o
 batch, with exactly one all-reduce per bucket per step.
 
 The learner writes ``make_buckets(sizes, cap_bytes)`` (pure, compared with
-``parlab.parallel.bucket.bucket_plan`` on random cases) and ``attach_hooks(params, comm, plan)``
+``parlab.parallel.data_parallel.bucket_plan`` on random cases) and ``attach_hooks(params, comm, plan)``
 that registers the gradient hooks and returns ``finish()``, called after ``loss.backward()``
 to wait for the all-reduces and leave the *averaged* gradient in every ``p.grad``. Both run on
 3 real ranks (local backend, which counts what it moves) for two bucket caps.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from parlab.parallel.bucket import bucket_bytes, bucket_plan
+from parlab.parallel.data_parallel import bucket_bytes, bucket_plan
 
 from .ranks import launch_learner_code
 from .stub import refuse_stubs
@@ -51,7 +51,7 @@ def check_plan(make_buckets, seed: int = 0) -> None:
 def _train(comm, make_buckets, attach_hooks, cap: int) -> dict:
     import torch
 
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
     from parlab.parallel.model import GPTConfig, TinyGPT
 
     def sgd(params):

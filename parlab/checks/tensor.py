@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from parlab.parallel.tensor_algebra import shard
+from parlab.parallel.tensor_parallel import shard
 
 from .ranks import launch_learner_code
 

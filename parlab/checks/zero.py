@@ -13,7 +13,7 @@ by 3, so the flat vector must be padded.
 
 from __future__ import annotations
 
-from parlab.parallel.zero_shard import shard_plan
+from parlab.parallel.zero import shard_plan
 
 from .ranks import launch_learner_code
 
@@ -27,9 +27,9 @@ ATOL = 1e-4        # Adam turns the ranks' other summation order (~1e-7) into up
 def _train(comm, zero2_step) -> dict:
     import torch
 
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
     from parlab.parallel.model import GPTConfig, TinyGPT
-    from parlab.parallel.offload import ParamAdamW
+    from parlab.parallel.zero import ParamAdamW
 
     model = TinyGPT(GPTConfig(seed=0))  # the same replica on every rank
     params = list(model.parameters())

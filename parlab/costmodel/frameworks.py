@@ -28,13 +28,13 @@ KINDS: tuple[str, ...] = ("DP", "ZeRO/FSDP", "TP", "SP", "CP", "PP", "offload", 
 
 #: kind -> the parlab modules that teach it (run for real, or model it)
 TAUGHT_BY: dict[str, tuple[str, ...]] = {
-    "DP": ("parlab.parallel.data_parallel", "parlab.parallel.bucket"),
+    "DP": ("parlab.parallel.data_parallel",),
     "ZeRO/FSDP": ("parlab.parallel.zero", "parlab.costmodel.plan_memory"),
-    "TP": ("parlab.parallel.tensor", "parlab.parallel.tensor_model", "parlab.costmodel.tensor_parallel"),
-    "SP": ("parlab.parallel.tensor",),
+    "TP": ("parlab.parallel.tensor_parallel", "parlab.costmodel.tensor_parallel"),
+    "SP": ("parlab.parallel.tensor_parallel",),
     "CP": ("parlab.costmodel.frameworks",),  # described, not modelled: no Plan knob for it
-    "PP": ("parlab.parallel.pipeline", "parlab.schedules"),
-    "offload": ("parlab.parallel.offload", "parlab.costmodel.memory"),
+    "PP": ("parlab.parallel.pipeline_parallel", "parlab.schedules"),
+    "offload": ("parlab.parallel.zero.offload", "parlab.costmodel.memory"),
     "auto": ("parlab.costmodel.search", "parlab.costmodel.advisor"),
 }
 

@@ -1,7 +1,7 @@
 """DP, TP and PP side by side on one tiny model (guide 1.8): one training step of the same TinyGPT
 on the same global batch under each strategy, on the same n ranks, measured (bytes of parameters,
 gradients and AdamW states a rank holds, peak saved activations, bytes and messages it sends, the
-step's seconds) and predicted by the cost model for the same setting (``train_predict.predict``:
+step's seconds) and predicted by the cost model for the same setting (``trainer.predict.predict``:
 ``costmodel.plan_memory`` / ``memory`` for the model states, ``tensor_parallel`` and
 ``alphabeta.traffic`` for the bytes).
 
@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .data import batches
-from .data_parallel import DistributedDataParallel
+from .data_parallel.ddp import DistributedDataParallel
+from .dataset import batches
 from .measure import SavedActivations, held_bytes
 from .model import GPTConfig, TinyGPT, make_optimizer
-from .pipeline import run_schedule
-from .pipeline_stage import build_chunks, owned_params, sync_tied_grads
-from .tensor_model import TensorParallelGPT
+from .pipeline_parallel.executor import run_schedule
+from .pipeline_parallel.stage import build_chunks, owned_params, sync_tied_grads
+from .tensor_parallel.transformer import TensorParallelGPT
 
 STRATEGIES = ("dp", "tp", "pp")
 NAMES = {"dp": "data parallel", "tp": "tensor parallel", "pp": "pipeline parallel"}
@@ -59,8 +59,8 @@ class CompareSetting:
                 raise ValueError(f"CompareSetting.{name} must be a positive integer, got {value!r}")
 
     def plan(self, strategy: str, n: int):
-        """The ``train.TrainPlan`` of ``strategy`` on ``n`` ranks (n-way DP, TP or PP)."""
-        from .train import TrainPlan
+        """The ``trainer.TrainPlan`` of ``strategy`` on ``n`` ranks (n-way DP, TP or PP)."""
+        from .trainer.plan import TrainPlan
 
         check_strategy(strategy)
         m = self.micro_batches if strategy == "pp" else 1
@@ -160,7 +160,7 @@ def predicted(strategy: str, n: int, rank: int, setting: CompareSetting,
     the n-way ``strategy`` in ``setting`` (summed over the groups; a pure strategy has one)."""
     from parlab.layout import Grid
 
-    from .train_predict import predict
+    from .trainer.predict import predict
 
     plan = setting.plan(strategy, n)
     coords = tuple(Grid(dp=plan.dp, tp=plan.tp, pp=plan.pp).coords(rank))

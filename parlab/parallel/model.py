@@ -25,7 +25,7 @@ from torch import nn
 
 from parlab.costmodel._check import boolean, non_negative, positive
 
-from .data import VOCAB_SIZE
+from .dataset import VOCAB_SIZE
 
 INIT_STD = 0.02  # GPT-2's initialisation (Radford et al. 2019, Section 2.3)
 OPTIMIZERS = ("adamw", "sgd")

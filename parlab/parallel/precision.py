@@ -26,7 +26,7 @@ import torch
 from parlab.costmodel._check import positive
 from parlab.guide import CLAIMS
 
-from .data import batches
+from .dataset import batches
 from .measure import SavedActivations
 from .model import GPTConfig, TinyGPT, lm_loss, make_optimizer
 

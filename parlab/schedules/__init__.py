@@ -6,7 +6,7 @@
     tl.peak_in_flight         # 4, 3, 2, 1 micro-batches of activations (Fractions) per stage
 
 No torch, no matplotlib: the cost model, the Gantt charts (``parlab.viz.gantt``) and the executor
-(``parlab.parallel.pipeline``, synchronous schedules only) import it unchanged.
+(``parlab.parallel.pipeline_parallel``, synchronous schedules only) import it unchanged.
 """
 
 from .asynchronous import (

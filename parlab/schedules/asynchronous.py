@@ -12,7 +12,7 @@ for with stale weights and extra weight copies.
   suffice (m >= p) and every update is one step stale: w(t+1) = w(t) - lr grad f(w(t-1)).
 
 These are schedules the simulator runs (``simulate``) and ``weight_versions`` audits; the
-executor (``parlab.parallel.pipeline``) runs only the synchronous (flush) schedules.
+executor (``parlab.parallel.pipeline_parallel``) runs only the synchronous (flush) schedules.
 ``tradeoff`` computes the memory / throughput / staleness table beside GPipe and PipeDream-Flush.
 """
 

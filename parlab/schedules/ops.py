@@ -7,7 +7,7 @@ interleaved schedule (Narayanan et al. 2021, Sec. 2.2): rank ``s`` holds chunks 
 chunk ``c`` of rank ``s`` is virtual stage ``c * p + s`` of the ``p * v`` the model is cut into.
 
 Pure Python: the simulator, the cost model, the Gantt charts and the executor
-(``parlab.parallel.pipeline``) all read the same ``Schedule``.
+(``parlab.parallel.pipeline_parallel``) all read the same ``Schedule``.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Schedule:
 
     ``weights`` says how weights are updated (``WEIGHT_POLICIES``); ``update_every`` is the
     number of micro-batches per optimizer step (m for the synchronous ``flush`` schedules).
-    ``parlab.parallel.pipeline`` (the executor) runs only the synchronous schedules.
+    ``parlab.parallel.pipeline_parallel`` (the executor) runs only the synchronous schedules.
     """
 
     name: str

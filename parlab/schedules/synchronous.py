@@ -12,7 +12,7 @@
 - ``zero_bubble_h1(p, m)``: ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", Sec. 3.1):
   1F1B with the backward split into B and W and the W of rank r deferred by r micro-batches.
 
-All return a ``Schedule``; the executor (``parlab.parallel.pipeline``) runs any of them.
+All return a ``Schedule``; the executor (``parlab.parallel.pipeline_parallel``) runs any of them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Chapter 08's picture of a live 3D run: the measured timeline of one step on every rank, phase
 by phase (pipeline schedule, tied-embedding sum, DP all-reduce, optimizer), one row per rank
 labelled with its (tp, dp, pp) coordinates. The phases and their seconds come from the trainer's
-step logs (``parlab.parallel.train.StepLog.phases``); this module only draws them."""
+step logs (``parlab.parallel.trainer.StepLog.phases``); this module only draws them."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ reduced and updated together (PyTorch FSDP's FlatParameter, Zhao et al. 2023, Se
 
 Each ``nn.ModuleList`` entry of the model (TinyGPT's blocks) is a unit and the rest (embeddings,
 final norm, tied head) the root unit. A unit's parameters become views of its flat working
-buffer, padded to a multiple of the ranks (``zero_shard``); rank r owns block r of it. Frozen
+buffer, padded to a multiple of the ranks (``shard``); rank r owns block r of it. Frozen
 parameters (``requires_grad=False``) belong to no unit: they stay as they are on every rank.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .zero_shard import shard_plan
+from .shard import shard_plan
 
 
 class Unit:

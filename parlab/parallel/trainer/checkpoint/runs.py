@@ -17,8 +17,8 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from .checkpoint_files import MANIFEST, PARTIAL, STEP, CheckpointError, read_manifest
-from .checkpoint_owner import DirectoryLock, check_directory, new_run_id
+from .files import MANIFEST, PARTIAL, STEP, CheckpointError, read_manifest
+from .owner import DirectoryLock, check_directory, new_run_id
 
 SHAPE_FIELDS = ("vocab_size", "seq_len", "n_layer", "n_head", "hidden", "ffn_mult", "tie_embeddings")
 DATA_FIELDS = ("batch_size", "data_seed")

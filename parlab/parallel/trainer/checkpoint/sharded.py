@@ -9,7 +9,7 @@ renamed, and any dp x tp x pp layout can load it (re-sharding).
         rank-00000/                  one DCP checkpoint per rank (.metadata, __0_0.distcp)
         rank-00000/SHARD.json        its run id, pieces (serial name, global offsets), file hashes
       step-00000006.partial/         being written, or the run died while writing: never loaded
-      LOCK                           flock'd by the run that owns the directory (checkpoint_owner)
+      LOCK                           flock'd by the run that owns the directory (owner.py)
 
 Layout-independent form (as DCP's own ``ChunkStorageMetadata``, and Megatron's
 ``dist_checkpointing``): every tensor is stored under the serial TinyGPT's name as pieces with
@@ -17,7 +17,7 @@ their global offsets, so a rank of any grid finds the pieces covering its slice.
 split along ``partition_dim`` in ``partition_stride`` groups (fused q | k | v: 3) is ``stride``
 contiguous pieces per rank. Written once: replicas (DP ranks > 0, TP ranks > 0 of replicated
 tensors, the last stage's copy of a tied embedding) write none. Saved: model weights, AdamW's
-moments (the same pieces), the data position (steps done: ``data.batches`` is a pure function of
+moments (the same pieces), the data position (steps done: ``dataset.batches`` is a pure function of
 seed and position) and every rank's torch RNG state (restored on the same layout; TP needs
 dropout 0, so training draws none).
 
@@ -28,9 +28,9 @@ SHARD.json's sha256; via a temporary file, fsync, rename) and renames the direct
 ``step-N`` (POSIX rename is atomic); barrier. A run killed at any moment leaves either a complete
 ``step-N`` or a ``.partial`` one; a full disk is a ``CheckpointError`` saying ENOSPC, and the
 earlier checkpoints are untouched. Loading takes the highest complete step and reads only what
-the manifest vouches for (``checkpoint_files``): a missing, corrupt or edited file is a
+the manifest vouches for (``files``): a missing, corrupt or edited file is a
 ``CheckpointError`` naming it, a checkpoint of another model shape, data stream or optimizer a
-``ValueError`` naming the rule (``checkpoint_run``): never a silent start from scratch.
+``ValueError`` naming the rule (``runs``): never a silent start from scratch.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint_files import (
+from ...tensor_parallel.layers import shard_strided
+from ..stage_tp import stage_of
+from .files import (
     FORMAT,
     MANIFEST,
     PARTIAL,
@@ -56,8 +58,8 @@ from .checkpoint_files import (
     verify_files,
     write_json,
 )
-from .checkpoint_owner import _fresh_partial, _replace_final, write_error
-from .checkpoint_run import (
+from .owner import _fresh_partial, _replace_final, write_error
+from .runs import (
     check_compatible,
     complete_steps,
     latest_step,
@@ -65,8 +67,6 @@ from .checkpoint_run import (
     run_fields,
     step_dir,
 )
-from .stage_tp import stage_of
-from .tensor import shard_strided
 
 __all__ = ["FORMAT", "MANIFEST", "PARTIAL", "SHARD", "CheckpointError", "check_compatible",
            "complete_steps", "latest_step", "load", "load_latest", "read_checkpoint",
@@ -78,7 +78,7 @@ KINDS = ("model", "exp_avg", "exp_avg_sq")
 def pieces(p: torch.nn.Parameter, tp_rank: int, tp: int) -> list[tuple[tuple, list[int], list[int]]]:
     """This TP rank's parameter ``p`` as contiguous pieces of the full (serial) tensor:
     [(local index, global offsets, sizes)]. A split dim in ``stride`` groups gives ``stride``
-    pieces (``tensor.shard_strided``'s layout: the rank's block of every group, side by side)."""
+    pieces (``tensor_parallel.layers.shard_strided``'s layout: the rank's block of every group, side by side)."""
     dim, stride = getattr(p, "partition_dim", None), getattr(p, "partition_stride", 1)
     sizes = list(p.shape)
     if dim is None:
@@ -127,14 +127,14 @@ def _dcp():
 
 # ---------------------------------------------------------------------------- save
 def optimizer_settings() -> dict:
-    from .train import BETAS, EPS
+    from ..plan import BETAS, EPS
 
     return {"betas": list(BETAS), "eps": EPS, "weight_decay": 0.0}
 
 
 def save(trainer, directory: str | os.PathLike, run: str, fault=None) -> Path:
     """Collective (every rank of ``trainer.comm``): checkpoint the trainer at its current step
-    for run ``run`` (the directory's owner: ``checkpoint_run.claim``). Returns the complete
+    for run ``run`` (the directory's owner: ``runs.claim``). Returns the complete
     checkpoint's directory."""
     comm, step, plan = trainer.comm, trainer.step, trainer.plan
     final = step_dir(directory, step)
@@ -189,7 +189,7 @@ def save(trainer, directory: str | os.PathLike, run: str, fault=None) -> Path:
 # ---------------------------------------------------------------------------- load
 def read_checkpoint(path: str | os.PathLike) -> tuple[dict, list[tuple[Path, dict]]]:
     """The checked manifest and each rank's (directory, checked SHARD.json) of a complete
-    checkpoint (``checkpoint_files``: nothing outside it, every SHARD.json's hash matches)."""
+    checkpoint (``files``: nothing outside it, every SHARD.json's hash matches)."""
     path = Path(path)
     manifest = read_manifest(path)
     return manifest, read_shards(path, manifest)

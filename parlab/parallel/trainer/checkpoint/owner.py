@@ -22,7 +22,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .checkpoint_files import MANIFEST, PARTIAL, STEP, CheckpointError, read_json
+from .files import MANIFEST, PARTIAL, STEP, CheckpointError, read_json
 
 LOCK = "LOCK"
 
@@ -124,7 +124,7 @@ def write_error(err: BaseException, where: Path, directory: str | os.PathLike) -
             full = shutil.disk_usage(where).free < 1 << 20
         except OSError:
             pass
-    from .checkpoint_run import complete_steps, step_dir
+    from .runs import complete_steps, step_dir
 
     steps = complete_steps(directory)
     kept = f"the earlier checkpoint {step_dir(directory, steps[-1])} is intact" if steps else \

@@ -16,7 +16,7 @@ between, because GeLU acts elementwise on each column block: one all-reduce forw
 
 The collective helpers ``all_gather_along`` / ``reduce_scatter_along`` work on numpy arrays and
 torch tensors alike (the communicator stacks along dim 0; these move the axis there and back);
-``parlab.parallel.tensor`` builds its autograd operators on them.
+``mappings`` builds its autograd operators on them.
 """
 
 from __future__ import annotations

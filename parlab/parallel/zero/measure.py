@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import torch
 
-from .zero import DTYPES, ZeroDataParallel
+from .config import DTYPES
+from .stages import ZeroDataParallel
 
 
 def _one_step(comm, stage: int | None, cfg, batch: int, dtype: str = "fp32", offload: str | None = None):
     """Build ZeRO ``stage`` (None: parlab's DistributedDataParallel) on ``comm`` and run one
     step on this rank's block of a ``batch``-sequence global batch after one warm-up step;
     returns (engine, bytes this rank sent in the measured step)."""
-    from .data import batches
-    from .data_parallel import DistributedDataParallel
-    from .model import GPTConfig, TinyGPT
+    from ..data_parallel.ddp import DistributedDataParallel
+    from ..dataset import batches
+    from ..model import GPTConfig, TinyGPT
 
     cfg = GPTConfig() if cfg is None else cfg
     n = comm.world_size

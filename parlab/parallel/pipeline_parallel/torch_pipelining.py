@@ -1,5 +1,5 @@
 """The same pipelined step through ``torch.distributed.pipelining`` (PyTorch's own executor), for
-the tests and ``parlab bench pipeline``: the same TinyGPT pieces (``pipeline_stage.StageChunk``),
+the tests and ``parlab bench pipeline``: the same TinyGPT pieces (``stage.StageChunk``),
 the same micro-batches, torch's ``ScheduleGPipe``, ``Schedule1F1B`` or ``ScheduleInterleaved1F1B``
 over the launch's gloo process group (``launch(..., backend="torch")``).
 
@@ -14,8 +14,8 @@ import time
 
 import torch
 
-from .model import GPTConfig, lm_loss
-from .pipeline_stage import build_chunks, owned_params, sync_tied_grads
+from ..model import GPTConfig, lm_loss
+from .stage import build_chunks, owned_params, sync_tied_grads
 
 #: parlab schedule name -> torch.distributed.pipelining class name
 TORCH_SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",

@@ -1,5 +1,5 @@
 """Pipeline pieces made of tensor-parallel blocks: virtual stage u of p * v holds a contiguous
-block of Megatron blocks (``tensor_model.ParallelBlock``), the vocabulary-parallel embedding on
+block of Megatron blocks (``tensor_parallel.transformer.ParallelBlock``), the vocabulary-parallel embedding on
 the first piece, the final LayerNorm, the vocabulary-parallel LM head and cross-entropy on the
 last (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters
 Using Megatron-LM", Section 2.3: PP across the stages, TP inside each).
@@ -9,8 +9,8 @@ Using Megatron-LM", Section 2.3: PP across the stages, TP inside each).
 
 Every rank builds the whole (tiny) ``TensorParallelGPT`` of its TP rank from the seed, so its
 shards are the serial model's slices bit for bit, and keeps the pieces it runs; parameters carry
-the serial model's names (``tensor_model.shard_tensors`` slices any serial tensor to match).
-The chunks have the interface ``pipeline.run_schedule`` expects of ``pipeline_stage.StageChunk``
+the serial model's names (``tensor_parallel.transformer.shard_tensors`` slices any serial tensor to match).
+The chunks have the interface ``pipeline_parallel.executor.run_schedule`` expects of ``pipeline_parallel.stage.StageChunk``
 (``chunk(x)``, ``chunk(x, targets)`` -> the loss on the last piece), so the same executor runs
 them; the TP collectives happen inside each op, in the same order on every rank of a TP group.
 Without sequence parallelism: every TP rank of a stage holds the full (b, s, h) activation and
@@ -22,10 +22,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .cross_entropy import vocab_parallel_cross_entropy
-from .model import GPTConfig, check_tokens
-from .pipeline_stage import split_layers
-from .tensor_model import TensorParallelGPT
+from ..model import GPTConfig, check_tokens
+from ..pipeline_parallel.stage import split_layers
+from ..tensor_parallel.cross_entropy import vocab_parallel_cross_entropy
+from ..tensor_parallel.transformer import TensorParallelGPT
 
 
 class TensorParallelChunk(nn.Module):

@@ -6,7 +6,7 @@ whose sequence Python guarantees across versions). The text has real structure (
 word order, agreement between a subject and its verb, punctuation), so a
 TinyGPT's loss falls well below the uniform ln(32) = 3.47 nats within ~100 steps.
 
-    from parlab.parallel.data import batches
+    from parlab.parallel import batches
     for x, y in batches(batch_size=16, seq_len=32, seed=0):     # (16, 32) int64 each
         ...
 

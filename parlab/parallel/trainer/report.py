@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import torch
 
-from .train import RankReport, TrainPlan, resolve_device
+from .engine import resolve_device
+from .plan import RankReport, TrainPlan
 
 
 def pipeline_timeline(plan: TrainPlan, reports: list[RankReport], tp: int = 0, dp: int = 0):
-    """The measured timeline (``pipeline.measured_timeline``) of the last step of the pipeline
+    """The measured timeline (``pipeline_parallel.measured_timeline``) of the last step of the pipeline
     at (tp, dp): its pp ranks' op spans on one axis, drawn by ``parlab.viz.gantt``."""
-    from .pipeline import measured_timeline
+    from ..pipeline_parallel.executor import measured_timeline
 
     runs = sorted((r.coords[2], r.last_run) for r in reports if r.coords[:2] == (tp, dp))
     return measured_timeline(plan.make_schedule(), [run for _, run in runs])

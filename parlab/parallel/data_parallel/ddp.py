@@ -5,7 +5,7 @@ the ranks average their gradients with all-reduce, so every optimizer step sees 
 of the full batch and the replicas stay identical (guide 1.4). The design is PyTorch's
 (Li et al. 2020, "PyTorch Distributed: Experiences on Accelerating Data Parallel Training",
 VLDB, Section 3): parameters broadcast from rank 0 at construction, gradients grouped into
-buckets in reverse parameter order (``bucket.py``), a hook per parameter that marks its
+buckets in reverse parameter order (``bucket``), a hook per parameter that marks its
 gradient ready, and an all-reduce started as soon as a bucket is complete, so communication
 overlaps the rest of backward (Section 3.2.3); ``no_sync()`` skips the all-reduce for the
 micro-batches of gradient accumulation (Section 3.2.4, guide 1.5).
@@ -280,7 +280,7 @@ def measure_step(ddp: DistributedDataParallel, x: torch.Tensor, y: torch.Tensor,
     'backward', 'optimizer', and ``("comm", k)`` for the k-th all-reduce as the communicator
     recorded it (on the local backend the rank's communication thread runs it while backward
     goes on)."""
-    from .measure import PhaseClock
+    from ..measure import PhaseClock
 
     clock = PhaseClock()
     comm = ddp.comm

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .model import GPTConfig, TinyGPT, lm_loss
+from ..model import GPTConfig, TinyGPT, lm_loss
 
 TIED = "wte.weight"
 

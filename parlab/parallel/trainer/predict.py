@@ -1,9 +1,9 @@
 """What the cost model predicts one rank of a 3D run holds and sends in one step, for the same
-tiny setting the trainer (``train.py``) measures: parameters from ``costmodel.plan_memory``
+tiny setting the trainer (``engine.train_3d``) measures: parameters from ``costmodel.plan_memory``
 (Megatron's split, Shoeybi et al. 2019, Section 3), model states from ``costmodel.memory`` /
 ``zero_model_states`` (Rajbhandari et al. 2020, Section 3.1 and Figure 1), the TP collectives
 of each layer from ``costmodel.tensor_parallel.tp_layer_collectives``, the pipeline's boundary
-messages from ``pipeline.boundary_bytes``, and every collective's bytes sent by this rank from
+messages from ``pipeline_parallel.boundary_bytes``, and every collective's bytes sent by this rank from
 ``costmodel.alphabeta.traffic`` with the algorithm the backend runs (the local backend's
 size-based default; the torch backend reports ring traffic, nominally).
 
@@ -27,9 +27,9 @@ from parlab.costmodel.plan_memory import (
 from parlab.costmodel.tensor_parallel import Collective, tp_layer_collectives
 from parlab.schedules import peak_chunks_in_flight
 
-from .model import GPTConfig
-from .pipeline import boundary_bytes
-from .pipeline_stage import split_layers
+from ..model import GPTConfig
+from ..pipeline_parallel.executor import boundary_bytes
+from ..pipeline_parallel.stage import split_layers
 
 FP32 = 4
 
@@ -91,7 +91,7 @@ def replace_count(c: Collective, count: int) -> Collective:
 
 def predict(config: GPTConfig, plan, coords, backend: str = "local") -> dict:
     """{"memory": {term: bytes}, "traffic": {group: {op: bytes sent}}} for the rank at
-    ``coords`` (tp, dp, pp) of ``plan`` (a ``train.TrainPlan``), one step."""
+    ``coords`` (tp, dp, pp) of ``plan`` (a ``plan.TrainPlan``), one step."""
     tp_rank, dp_rank, pp_rank = coords
     tp, dp, pp, v = plan.tp, plan.dp, plan.pp, plan.v
     schedule = plan.make_schedule()

@@ -1,7 +1,8 @@
-"""The 3D trainer: the tiny GPT trained with any dp x tp x pp on any communicator.
+"""The 3D trainer: the tiny GPT trained with any dp x tp x pp on any communicator (``train_3d``,
+the engine behind the ``python -m parlab.train`` command line).
 
     from parlab.comm import launch
-    from parlab.parallel.train import TrainPlan, train_3d
+    from parlab.parallel.trainer import TrainPlan, train_3d
 
     plan = TrainPlan(dp=2, tp=2, pp=2, micro_batches=2, schedule="1f1b")
     reports = launch(train_3d, 8, GPTConfig(n_layer=2), plan, 3)     # 3 steps on 8 ranks
@@ -10,16 +11,17 @@
 
 Each rank (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters
 Using Megatron-LM", Section 2): builds its TP, DP and PP groups from ``parlab.layout``
-(``grid.ProcessGrid``: TP innermost, then DP, then PP, as Megatron-LM); holds the pipeline
-pieces of its PP rank, each made of Megatron tensor-parallel blocks (``stage_tp``); runs one
-synchronous ``parlab.schedules`` schedule per step over its PP group (``pipeline.run_schedule``:
-activations and gradients by p2p, the TP collectives inside each op); sums the tied
-embedding's gradient between the first and last stage (``pipeline_stage.sync_tied_grads``);
-averages the gradients over its DP group (one all-reduce of one flat buffer, or ZeRO-1); and
-applies AdamW to what it holds (``offload.ShardOptimizer``, elementwise: the shards' updates
-are the slices of the serial update). Data: DP rank r takes its block of the same global batch
-(``data.batches(..., rank=r, world=dp)``), so the loss of every step is the serial model's on
-the same batches, up to float rounding (a sum reduced in another order).
+(``parallel.grid.ProcessGrid``: TP innermost, then DP, then PP, as Megatron-LM); holds the
+pipeline pieces of its PP rank, each made of Megatron tensor-parallel blocks (``stage_tp``); runs
+one synchronous ``parlab.schedules`` schedule per step over its PP group
+(``pipeline_parallel.executor.run_schedule``: activations and gradients by p2p, the TP
+collectives inside each op); sums the tied embedding's gradient between the first and last stage
+(``pipeline_parallel.stage.sync_tied_grads``); averages the gradients over its DP group (one
+all-reduce of one flat buffer, or ZeRO-1: ``zero1``); and applies AdamW to what it holds
+(``zero.offload.ShardOptimizer``, elementwise: the shards' updates are the slices of the serial
+update). Data: DP rank r takes its block of the same global batch (``dataset.batches(...,
+rank=r, world=dp)``), so the loss of every step is the serial model's on the same batches, up
+to float rounding (a sum reduced in another order). The plan and the reports: ``plan``.
 
 What is measured on every rank, for one step (the last one), beside the prediction of the cost
 model for the same setting (``predict``): bytes of parameters, gradients, optimizer states and
@@ -29,150 +31,22 @@ saved activations held, and bytes sent in each group: TP all-reduces, PP sends, 
 from __future__ import annotations
 
 import os
-import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 
 import torch
 
 from parlab.costmodel._check import positive
-from parlab.layout import Grid
-from parlab.schedules import SCHEDULES, Schedule, make_schedule
-from parlab.train_checks import check_layout
 
-from .data import batches
-from .grid import ProcessGrid
-from .model import GPTConfig
-from .offload import ShardOptimizer
-from .pipeline import StageRun, check_run, run_schedule
-from .pipeline_stage import owned_params, sync_tied_grads
+from ..dataset import batches
+from ..grid import ProcessGrid
+from ..model import GPTConfig
+from ..pipeline_parallel.executor import check_run, run_schedule
+from ..pipeline_parallel.stage import owned_params, sync_tied_grads
+from ..zero.offload import ShardOptimizer
+from .plan import BETAS, EPS, Checkpointing, Fault, RankReport, StepLog, TrainPlan
+from .predict import predict
 from .stage_tp import build_tp_chunks
-from .train_predict import predict
-
-BETAS, EPS = (0.9, 0.95), 1e-8  # make_optimizer('adamw')'s
-PHASES = ("pipeline", "tied embedding", "dp all-reduce", "optimizer", "checkpoint")
-
-
-@dataclass(frozen=True)
-class TrainPlan:
-    """How to train: the grid (dp x tp x pp), the global batch (sequences per step, split into
-    dp blocks, each into ``micro_batches``), the pipeline schedule (one of
-    ``parlab.schedules.SCHEDULES``; ``chunks`` per rank for 'interleaved'), AdamW's lr, ZeRO-1
-    over DP, and the data stream's seed."""
-
-    dp: int = 1
-    tp: int = 1
-    pp: int = 1
-    batch_size: int = 8
-    micro_batches: int = 2
-    schedule: str = "1f1b"
-    chunks: int = 2
-    lr: float = 3e-3
-    zero1: bool = False
-    data_seed: int = 0
-
-    def __post_init__(self) -> None:
-        for name in ("dp", "tp", "pp", "batch_size", "micro_batches", "chunks"):
-            positive(f"TrainPlan.{name}", getattr(self, name), integer=True)
-        positive("TrainPlan.lr", self.lr)
-        key = str(self.schedule).lower().replace("_", "-")
-        if key not in SCHEDULES:
-            raise ValueError(f"TrainPlan.schedule must be one of {', '.join(SCHEDULES)}, got "
-                             f"{self.schedule!r}")
-        object.__setattr__(self, "schedule", key)
-
-    @property
-    def grid(self) -> Grid:
-        return Grid(dp=self.dp, tp=self.tp, pp=self.pp)
-
-    @property
-    def world(self) -> int:
-        return self.dp * self.tp * self.pp
-
-    @property
-    def v(self) -> int:
-        """Model chunks per pipeline rank."""
-        return self.chunks if self.schedule == "interleaved" else 1
-
-    def make_schedule(self) -> Schedule:
-        return make_schedule(self.schedule, self.pp, self.micro_batches, self.chunks)
-
-    @property
-    def micro_batch(self) -> int:
-        """Sequences in one micro-batch of one DP rank."""
-        return self.batch_size // self.dp // self.make_schedule().m
-
-    def check(self, config: GPTConfig, world: int | None = None) -> TrainPlan:
-        """The rules of a 3D run, as ValueErrors naming the rule and the values."""
-        if not isinstance(config, GPTConfig):
-            raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
-        if world is not None:
-            self.grid.check(world=world)
-        check_layout(dp=self.dp, tp=self.tp, pp=self.pp, batch_size=self.batch_size,
-                     m=self.make_schedule().m, v=self.v, schedule=self.schedule,
-                     n_layer=config.n_layer, n_head=config.n_head, hidden=config.hidden,
-                     ffn=config.ffn, vocab_size=config.vocab_size, dropout=config.dropout)
-        return self
-
-
-@dataclass
-class StepLog:
-    """One step as rank 0 saw it: the loss (mean over the global batch), its wall time, tokens/s
-    and the seconds of each phase (``PHASES``)."""
-
-    step: int
-    loss: float
-    seconds: float
-    tokens_per_s: float
-    phases: dict[str, float]
-
-    def line(self) -> str:
-        times = " ".join(f"{k} {v * 1e3:.0f}ms" for k, v in self.phases.items() if v)
-        return f"step {self.step} loss {self.loss:.4f} | {self.tokens_per_s:,.0f} tok/s | {times}"
-
-
-@dataclass
-class RankReport:
-    """What one rank did: its coordinates, the loss of every step it ran (global: the same on
-    every rank), the steps' logs, and for the last step what it held and sent (``measured``)
-    beside the cost model's prediction (``predicted``), both {"memory": {term: bytes},
-    "traffic": {group: {op: bytes sent}}}; ``start_step``: the step it resumed from."""
-
-    rank: int
-    coords: tuple[int, int, int]  # (tp, dp, pp)
-    losses: list[float]
-    logs: list[StepLog]
-    measured: dict = field(default_factory=dict)
-    predicted: dict = field(default_factory=dict)
-    start_step: int = 0
-    saved: list[int] = field(default_factory=list)  # steps checkpointed
-    last_run: StageRun | None = None  # the last step's pipeline ops, spans, activations, sends
-
-
-@dataclass(frozen=True)
-class Checkpointing:
-    """Save every ``save_every`` steps into ``directory`` (0: never); ``resume``: start from
-    the latest complete checkpoint there (an error if there is none)."""
-
-    directory: str
-    save_every: int = 0
-    resume: bool = False
-
-
-@dataclass(frozen=True)
-class Fault:
-    """Fault injection (tests, the course): global rank ``rank`` SIGKILLs itself at step
-    ``step`` (1-based), at its start (``during='step'``) or inside that step's checkpoint save
-    after writing its own shard (``during='save'``)."""
-
-    step: int
-    rank: int = 0
-    during: str = "step"
-
-    def hit(self, step: int, rank: int, during: str) -> None:
-        if (step, rank, during) == (self.step, self.rank, self.during):
-            os.kill(os.getpid(), signal.SIGKILL)
 
 
 class Trainer:
@@ -189,7 +63,7 @@ class Trainer:
         self.params = owned_params(self.model, self.chunks)  # serial name -> parameter
         self.zero = None
         if plan.zero1 and plan.dp > 1:
-            from .train_zero import Zero1
+            from .zero1 import Zero1
 
             self.zero = Zero1(list(self.params.values()), self.pg.dp_comm, plan.lr, BETAS, EPS)
             self.optim = {}
@@ -307,7 +181,7 @@ def _train_loop(trainer: Trainer, report: RankReport, steps: int, checkpoint, ru
         loss = trainer.global_loss(run)
         t = time.perf_counter()
         if checkpoint is not None and checkpoint.save_every and trainer.step % checkpoint.save_every == 0:
-            from .checkpoint import save
+            from .checkpoint.sharded import save
 
             save(trainer, checkpoint.directory, run_id, fault=fault)
             report.saved.append(trainer.step)
@@ -334,11 +208,11 @@ def train_3d(comm, config: GPTConfig, plan: TrainPlan, steps: int,
     trainer = Trainer(comm, config, plan, device)
     pg = trainer.pg
     report = RankReport(comm.rank, (pg.tp_rank, pg.dp_rank, pg.pp_rank), [], [])
-    from .checkpoint_run import owning
+    from .checkpoint.runs import owning
 
     with owning(comm, checkpoint, trainer.device) as run_id:  # the directory's lock and run id
         if checkpoint is not None and checkpoint.resume:
-            from .checkpoint import load_latest
+            from .checkpoint.sharded import load_latest
 
             load_latest(trainer, checkpoint.directory)
             report.start_step = trainer.step
@@ -363,12 +237,7 @@ def resolve_device(device: str) -> torch.device:
 def serial_losses(config: GPTConfig, plan: TrainPlan, steps: int) -> list[float]:
     """The single-process reference for ``plan``'s data: ``model.train_reference`` with AdamW at
     ``plan.lr`` on the full global batches."""
-    from .model import TinyGPT, train_reference
+    from ..model import TinyGPT, train_reference
 
     data = batches(plan.batch_size, config.seq_len, plan.data_seed)
     return train_reference(TinyGPT(config), data, steps, lr=plan.lr, optimizer="adamw")
-
-
-def with_layout(plan: TrainPlan, dp: int, tp: int, pp: int) -> TrainPlan:
-    """The same plan on another grid."""
-    return replace(plan, dp=dp, tp=tp, pp=pp)

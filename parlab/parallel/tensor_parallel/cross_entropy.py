@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from .tensor_algebra import all_reduce
+from .algebra import all_reduce
 
 
 class _VocabParallelCrossEntropy(torch.autograd.Function):

@@ -15,11 +15,11 @@ Models", Section 5, Figure 1) remove the data-parallel replicas of the model sta
 Traffic per rank (Section 7.2): stages 0-2 move 2 Psi (reduce-scatter + all-gather = one
 all-reduce), stage 3 3 Psi (two all-gathers + one reduce-scatter): 1.5x.
 
-The parameters are grouped in *units* (``zero_unit``: TinyGPT's blocks, and the root). Every
+The parameters are grouped in *units* (``unit``: TinyGPT's blocks, and the root). Every
 rank issues its collectives unit by unit in one fixed order, whatever its own backward reaches
 first: stages 2-3 reduce-scatter in reverse unit order (a unit whose gradients are ready waits
 for the ones before it, as DDP's buckets do), stage 3 gathers in forward order and, in backward,
-the root then the blocks last to first (``zero_hooks``); a unit a rank skips is gathered (and
+the root then the blocks last to first (``hooks``); a unit a rank skips is gathered (and
 reduced, as zeros) in its turn all the same. So a block unused on some ranks only pairs with
 itself, never with a neighbour of the same size; where the ranks still disagree (stage 3: a
 backward that reaches the units in another order), the collective's ``CollectiveMismatch`` is
@@ -27,7 +27,7 @@ raised again naming the unit and its parameters. Stage 3 frees a buffer by resiz
 to 0 bytes and re-allocates it to gather (FSDP's ``_free_storage``), so tensors autograd saved
 (views of the buffer) see the gathered values again in backward; the root unit is held gathered
 through the whole forward (its embedding runs first, its head last) and gathered again first in
-backward. Mixed precision and offload: ``offload.ShardOptimizer``. Memory: ``measure.MemoryLedger``
+backward. Mixed precision and offload: ``offload.ShardOptimizer``. Memory: ``parallel.measure.MemoryLedger``
 is sampled wherever what a rank holds changes; ``engine.ledger.peak`` is the step's peak.
 
     engine = ZeroDataParallel(TinyGPT(cfg), comm, stage=2, dtype="bf16")
@@ -46,34 +46,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .data_parallel import broadcast_state, check_same_shapes
-from .measure import MemoryLedger
+from ..data_parallel.ddp import broadcast_state, check_same_shapes
+from ..measure import MemoryLedger
+from ..precision import DynamicLossScaler
+from .config import DTYPES, FP16_INIT_SCALE, check_zero_args
+from .hooks import UnitHooks, _ScaleGrad
 from .offload import ShardOptimizer, check_adamw
-from .precision import DynamicLossScaler
-from .zero_hooks import UnitHooks
-from .zero_unit import Unit, find_units, replace_params
-
-STAGES = (0, 1, 2, 3)
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-OFFLOADS = (None, "optimizer", "optimizer+params")
-FP16_INIT_SCALE = 2.0**15  # not GradScaler's 2^16: the loss is fp16 here, and 2^16 > 65504 is inf
-
-
-def check_zero_args(stage: object, dtype: object, offload: object) -> None:
-    """The rules of a ZeRO configuration, each a ValueError naming the rule and the value."""
-    if isinstance(stage, bool) or stage not in STAGES:
-        raise ValueError(f"ZeRO stage must be one of 0, 1, 2, 3, got {stage!r}")
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)} (the working weights' precision), "
-                         f"got {dtype!r}")
-    if offload not in OFFLOADS:
-        raise ValueError(f"offload must be None, 'optimizer' or 'optimizer+params', got {offload!r}")
-    if offload == "optimizer" and stage < 1:
-        raise ValueError(f"offload='optimizer' needs ZeRO stage >= 1 (only a sharded optimizer state "
-                         f"is offloaded, as in ZeRO-Offload), got stage={stage}")
-    if offload == "optimizer+params" and stage != 3:
-        raise ValueError(f"offload='optimizer+params' needs ZeRO stage 3 (only sharded parameters can "
-                         f"live on the host), got stage={stage}")
+from .unit import Unit, find_units, replace_params
 
 
 class ZeroDataParallel(UnitHooks, nn.Module):
@@ -318,16 +297,3 @@ class ZeroDataParallel(UnitHooks, nn.Module):
         for h in self._hooks:
             h.remove()
         self._hooks = []
-
-
-class _ScaleGrad(torch.autograd.Function):
-    """Identity forward (the loss as it is); backward multiplies the gradient by the loss scale."""
-
-    @staticmethod
-    def forward(ctx, x, scale):
-        ctx.scale = scale
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad * ctx.scale, None

@@ -3,11 +3,11 @@ pieces' parameters only (Rajbhandari et al. 2020, "ZeRO", Section 5.1, P_os).
 
 Once per step, after the whole pipeline schedule (all micro-batches) and the tied-embedding sum:
 the flat gradient of the rank's parameters is reduce-scattered over DP (each rank gets the sum of
-its block), the owner updates its block (``offload.ShardOptimizer``, fp32: its master weights
+its block), the owner updates its block (``zero.offload.ShardOptimizer``, fp32: its master weights
 are the parameters themselves), and the updated blocks are all-gathered back: the same bytes as
 DDP's all-reduce (a ring all-reduce is a reduce-scatter then an all-gather), 1/dp of the optimizer
-states. The partition (padded to a multiple of dp) is ``zero_shard.shard_plan``'s, as
-``zero.ZeroDataParallel``; that engine reduces after every backward pass, which a pipeline
+states. The partition (padded to a multiple of dp) is ``zero.shard.shard_plan``'s, as
+``zero.stages.ZeroDataParallel``; that engine reduces after every backward pass, which a pipeline
 (m backward passes per step, then the tied-embedding sum) cannot use, hence this step-level form.
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import torch
 
-from .offload import ShardOptimizer
-from .zero_shard import shard_plan
+from ..zero.offload import ShardOptimizer
+from ..zero.shard import shard_plan
 
 
 class Zero1:

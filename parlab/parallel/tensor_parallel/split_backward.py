@@ -1,7 +1,7 @@
 """A split backward that communicates once: ZB-H1's B and W (Qi et al. 2023, "Zero Bubble
 Pipeline Parallelism", Section 2.1) on tensor-parallel stages.
 
-The executor (``pipeline.run_schedule``) runs B as ``autograd.grad(out, inp, retain_graph=True)``
+The executor (``pipeline_parallel.executor.run_schedule``) runs B as ``autograd.grad(out, inp, retain_graph=True)``
 and W as ``autograd.backward(out, inputs=parameters)`` over the same graph, so W walks again
 through every node between the output and the weights, including the TP operators whose backward
 communicates (f's all-reduce, sequence parallelism's reduce-scatter and all-gather). In the

@@ -1,7 +1,7 @@
 """The pipeline executor: any synchronous ``parlab.schedules`` schedule, run for real on p ranks.
 
     from parlab.comm import launch
-    from parlab.parallel.pipeline import pipeline_step, measured_timeline
+    from parlab.parallel.pipeline_parallel import pipeline_step, measured_timeline
     from parlab.schedules import one_f_one_b
 
     sched = one_f_one_b(p=4, m=8)
@@ -22,7 +22,7 @@ and the interleaved schedule; Qi et al. 2023 for the split backward):
 Messages carry no tags: every rank knows every rank's op list, so it knows the order in which a
 peer sends to it, and files early arrivals until their op comes (a mailbox). Sends are eager
 (``parlab.comm``): a valid schedule cannot deadlock. After the last op, the gradients of the tied
-embedding are summed between the first and last rank (``pipeline_stage.sync_tied_grads``).
+embedding are summed between the first and last rank (``stage.sync_tied_grads``).
 
 Measured on every rank: each op's span (``time.monotonic``, shared by the machine's processes),
 the activations autograd saved (``measure.SavedActivations``: peak bytes and the most
@@ -43,11 +43,11 @@ import torch
 
 from parlab.schedules import Op, Schedule, Timeline, validate
 
-from .measure import PhaseClock, SavedActivations, align
-from .model import GPTConfig
-from .pipeline_stage import build_chunks, owned_params, sync_tied_grads
-from .split_backward import input_pass, weight_pass
-from .tensor import check_ids
+from ..measure import PhaseClock, SavedActivations, align
+from ..model import GPTConfig
+from ..tensor_parallel.layers import check_ids
+from ..tensor_parallel.split_backward import input_pass, weight_pass
+from .stage import build_chunks, owned_params, sync_tied_grads
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The hooks of ``zero.ZeroDataParallel`` where stage 3 gathers and frees its units (stage 2
+"""The hooks of ``stages.ZeroDataParallel`` where stage 3 gathers and frees its units (stage 2
 uses ``_forward_post`` only), in the one order every rank follows whatever its own forward and
 backward reach: forward in unit order, backward the root then the blocks last to first. A unit
 this rank skips (it did not run here, or backward never reached it) is gathered in its turn all
@@ -14,8 +14,8 @@ import torch
 
 from parlab.comm.errors import CollectiveMismatch
 
-from .data_parallel import _Done, supports_async
-from .zero_unit import Unit
+from ..data_parallel.ddp import _Done, supports_async
+from .unit import Unit
 
 
 class UnitHooks:
@@ -124,3 +124,16 @@ class UnitHooks:
         if unit.grad_bucket is None:
             unit.new_bucket()
         self.ledger.sample(("backward", i))
+
+
+class _ScaleGrad(torch.autograd.Function):
+    """Identity forward (the loss as it is); backward multiplies the gradient by the loss scale."""
+
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.scale = scale
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.scale, None

@@ -21,17 +21,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..model import GPTConfig, TinyGPT, causal_attention, check_tokens, merge_heads, split_heads
 from .cross_entropy import vocab_parallel_cross_entropy
-from .model import GPTConfig, TinyGPT, causal_attention, check_tokens, merge_heads, split_heads
-from .tensor import (
+from .layers import (
     ColumnParallelLinear,
     RowParallelLinear,
     VocabParallelEmbedding,
     _mark,
-    check_divides,
-    gather_from_tensor_model_parallel_region,
     shard_strided,
 )
+from .mappings import check_divides, gather_from_tensor_model_parallel_region
 
 
 def _layer_norm(hidden: int, sequence_parallel: bool) -> nn.LayerNorm:
