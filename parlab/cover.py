@@ -38,6 +38,23 @@ def _one_f_one_b():
     return gantt_figure(simulate(make_schedule("1f1b", 4, 8)))
 
 
+def _zero_bubble():
+    from parlab.schedules import make_schedule, simulate
+    from parlab.viz.gantt import gantt_figure
+
+    return gantt_figure(simulate(make_schedule("zb-h1", 4, 8)))
+
+
+def _validation():
+    from parlab.costmodel.validation import megatron_table1
+    from parlab.viz.costmodel import plot_validation
+    from parlab.viz.figures import new_figure
+
+    fig = new_figure(6.5, 2.8, left=0.1, bottom=0.2)
+    plot_validation(fig.add_subplot(), megatron_table1())
+    return fig
+
+
 def _tp_split():
     from parlab.viz.tensor import split_figure
 
@@ -77,6 +94,9 @@ COVERS: dict[str, tuple[str, Callable]] = {
     "practice": ("inference time against answer length, the guide's points beside the model",
                  _dashboard("InferenceDashboard")),
     "interview_drill": ("the drill's questions by guide section", _dashboard("DrillDashboard")),
+    "beyond_3d": ("a zero-bubble pipeline schedule (ZB-H1) on 4 stages: backward split in two", _zero_bubble),
+    "how_true_the_numbers_are": ("the cost model's TFLOP/s per GPU beside Megatron-LM's measured runs",
+                                 _validation),
     "derivations": ("memory per GPU and step time of every ZeRO stage, the terms derived here",
                     _dashboard("ZeroDashboard")),
 }

@@ -117,3 +117,12 @@ def test_every_dashboard_figure_reads_at_its_defaults(monkeypatch):
         factory()
         problems += [f"{name}: {p}" for fig in drawn for p in layout_problems(fig)]
     assert not problems, "\n".join(problems)
+
+
+def test_every_cover_that_is_not_a_dashboard_reads():
+    """The chapters' covers (``parlab.cover``); a dashboard's cover is its figure, tested above."""
+    from parlab.cover import COVERS
+
+    for name, (_, draw) in COVERS.items():
+        if draw.__name__ != "draw":  # parlab.cover._dashboard's closures
+            assert layout_problems(draw()) == [], name
