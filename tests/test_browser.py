@@ -53,6 +53,10 @@ MOVES = {("01_why_distributed.ipynb", 0): ("parlab-micro-batch", "slider"),
          # same peak as the A100 80 GB: same figure; the GPU count moves the point
          ("01_why_distributed.ipynb", 1): ("parlab-n-gpus", "slider")}
 
+#: chapter -> (CSS class of a slider, steps right) that makes its first dashboard its tallest
+#: (chapter 04's Gantt and table grow with the stages: 850 px at p >= 6 before they were fitted)
+TALLEST = {"04_pipeline_parallel.ipynb": ("parlab-stages", 4)}
+
 if not CHROMIUM.exists():
     if os.environ.get("PARLAB_REQUIRE_BROWSER") == "1":
         pytest.fail("PARLAB_REQUIRE_BROWSER=1 but /usr/bin/chromium is missing (make browser)",
@@ -366,6 +370,20 @@ def test_chapter_shows_crisp_figures_and_its_dashboards_react_and_fit(lab, brows
         for k in range(dashes.count()):
             assert_reacts(page, dashes.nth(k), chapter, k)
         assert assert_figures_at_natural_width(page) >= 1  # the dashboards' own, redrawn
+        if chapter in TALLEST:
+            css, steps = TALLEST[chapter]
+            output = dashes.first.locator(".parlab-output")
+            before = output.inner_text()
+            handle = dashes.first.locator(f".{css} .noUi-handle").first
+            handle.focus()
+            for _ in range(steps):
+                handle.press("ArrowRight")
+            page.wait_for_function("([el, old]) => el.innerText !== old",
+                                   arg=[output.element_handle(), before], timeout=60_000)
+            expect(page.locator("#jp-main-statusbar")).to_contain_text("Idle", timeout=120_000)
+            page.wait_for_function("() => [...document.querySelectorAll('.parlab-dashboard img.parlab-figure')]"
+                                   ".every(i => i.offsetParent === null || i.complete)")
+            assert_fits(page, dashes, chapter, VIEWPORT, DASHBOARD_HEIGHT)
         dash = dashes.first
         dash.scroll_into_view_if_needed()
         page.evaluate("el => el.scrollIntoView({block: 'start'})", dash.element_handle())
