@@ -20,7 +20,10 @@ Before any rank starts, the arguments are checked (``train_checks``: one line an
 for each broken rule, before torch is imported), the run's memory is estimated with the cost
 model and refused if it cannot fit this machine, and the checkpoint directory is checked (not
 held by another run, a resume's checkpoint complete and compatible, no old checkpoints under a
-fresh run). From Python, ``parlab.comm.torchrun.run_torchrun(["-m", "parlab.train", ...], n)``
+fresh run). Under torchrun that is before a rank joins torchrun's group: torchrun has started
+its processes already, so a wrong ``--nproc_per_node`` is told in one line by rank 0 (with the
+``--nproc_per_node`` that fits) and torchrun then adds its own report of the failed processes
+(its ChildFailedError traceback; nothing its processes do can stop that report). From Python, ``parlab.comm.torchrun.run_torchrun(["-m", "parlab.train", ...], n)``
 starts it under torchrun with torchrun's log directory in a temporary directory of its own.
 """
 
@@ -195,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         # the same on every rank of a torchrun job: said once, by rank 0 (or where RANK is bad)
         rank = os.environ.get("RANK", "").strip()
         if not torchrun or not rank.isdigit() or int(rank) == 0:
-            print(f"parlab.train: {err}", file=sys.stderr)
+            print(f"parlab.train: {err}", file=sys.stderr, flush=True)
+        elif "TORCHELASTIC_RUN_ID" in os.environ:
+            wait_for_torchrun_stop(args.timeout)
         return 2
     from parlab.parallel.model import GPTConfig
     from parlab.parallel.trainer import Checkpointing, TrainPlan
@@ -249,6 +254,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"parlab.train: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def wait_for_torchrun_stop(timeout: float) -> None:
+    """Another rank than 0 that refused its arguments waits for torchrun's SIGTERM (sent once
+    rank 0 has said why and exited), or ``timeout`` seconds: exiting first, it would be
+    torchrun's first failure, and torchrun's SIGTERM could stop rank 0 before its line."""
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    signal.sigtimedwait({signal.SIGTERM}, min(timeout, 60.0))
 
 
 class RankZeroPlain:

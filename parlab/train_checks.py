@@ -120,7 +120,24 @@ def check_plan_flags(args, environ, torchrun: bool) -> None:
                  v=schedule.v, schedule=key, n_layer=args.layers, n_head=args.heads,
                  hidden=args.hidden)  # the MLP's width is a multiple of hidden: tp | hidden is enough
     if torchrun:
-        Grid(dp=args.dp, tp=args.tp, pp=args.pp).check(world=int(environ["WORLD_SIZE"]))
+        check_torchrun_world(Grid(dp=args.dp, tp=args.tp, pp=args.pp), environ)
+
+
+def check_torchrun_world(grid, environ) -> None:
+    """dp x tp x pp against the processes torchrun started (WORLD_SIZE = nodes x
+    --nproc_per_node), with the --nproc_per_node that fits. The check runs inside torchrun's
+    processes (nothing of ours runs before torchrun starts them), so torchrun reports the failed
+    processes after this line: the line says so, and that it is the cause."""
+    world, local = int(environ["WORLD_SIZE"]), int(environ.get("LOCAL_WORLD_SIZE", environ["WORLD_SIZE"]))
+    try:
+        grid.check(world=world)
+    except ValueError as err:
+        nodes = max(world // local, 1)
+        fix = (f"start it with --nproc_per_node={grid.world // nodes}" if grid.world % nodes == 0
+               else f"dp x tp x pp must be a multiple of its {nodes} nodes")
+        raise ValueError(f"{err}: torchrun started {world} processes ({nodes} node{'s' * (nodes > 1)} x "
+                         f"--nproc_per_node={local}); {fix} (torchrun's report of its failed "
+                         f"processes follows this line)") from None
 
 
 def check_resume(args) -> None:

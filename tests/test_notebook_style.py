@@ -28,6 +28,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from parlab.nbtidy import answer_cells
 from parlab.viz.figures import png_size
 from parlab.viz.html import ANSWER_CLASS, CHECK_MARKER, TEXT_WIDTH
 
@@ -36,7 +37,6 @@ NOTEBOOKS = sorted(p for d in ("course", "solutions", "exercises") for p in (ROO
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 DASHBOARD_CALL = re.compile(r"\b\w*Dashboard\(")
-HEADING = re.compile(r"^(#{1,6})\s+(.*)$", re.MULTILINE)
 DETAILS = re.compile(r"<details\b([^>]*)>(.*?)</details>", re.DOTALL | re.IGNORECASE)
 SUMMARY = re.compile(r"<summary\b.*?</summary>", re.DOTALL | re.IGNORECASE)
 TAG = re.compile(r"<[^>]+>")
@@ -65,23 +65,6 @@ def text_outputs(cell) -> list[str]:
         elif o.output_type == "error":
             out.append(f"{o.ename}: {o.evalue}")
     return out
-
-
-def answer_cells(nb) -> list[int]:
-    """Indices of the code cells that show "Check yourself" answers (see the module docstring)."""
-    found, level = [], None  # level: the heading level of the open "Check yourself" section
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "markdown":
-            for hashes, title in HEADING.findall(cell.source):
-                if level is not None and len(hashes) <= level:
-                    level = None
-                if "check yourself" in title.lower():
-                    level = len(hashes)
-        elif cell.cell_type == "code":
-            first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
-            if level is not None or (first.startswith("#") and "answer" in first.lower()):
-                found.append(i)
-    return found
 
 
 def is_check_yourself(output) -> bool:

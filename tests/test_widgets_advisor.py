@@ -45,7 +45,7 @@ def test_the_stack_and_decision_figures_draw_the_library_s_data():
     from parlab.viz.advisor import AGREE, DISAGREE, TIE, decision_figure, stack_figure
 
     fig = stack_figure()
-    texts = {t.get_text() for t in fig.axes[0].texts}
+    texts = {t.get_text().replace("\n", " ") for t in fig.axes[0].texts}  # labels wrapped to fit their box
     assert set(STACKS) <= texts and all(layer in texts for s in STACKS.values() for layer in s)
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == list(LAYERS)
     results = guide_scenarios()

@@ -243,12 +243,12 @@ def run(args: argparse.Namespace) -> int:
                 rows.append([n, op, algo, human_ibytes(nbytes, "g"), f"{loc * 1e3:.2f}", f"{glo * 1e3:.2f}",
                              f"{glo / loc:.2f}x", f"{min(each):.2f}-{max(each):.2f}", f"{busbw / 1e9:.2f}"])
     print(f"median of {args.rounds} rounds (each the best of {args.repeats} calls):")
-    from parlab.cli.fit import WIDTH, fit_table
+    from parlab.cli.fit import dropped_note, fit_table
 
     text, dropped = fit_table(rows, ["ranks", "op", "local algorithm", "size", "local (ms)", "gloo (ms)",
                                      "gloo/local", "per round", "local busbw (GB/s)"], "rllrrrrrr",
                               droppable=["per round", "local busbw (GB/s)"], wide=getattr(args, "wide", False))
-    print(text + (f"\n({', '.join(dropped)} left out to fit {WIDTH} columns: --wide shows them)" if dropped else ""))
+    print(text + ("\n" + dropped_note(dropped) if dropped else ""))
     print(f"memcpy bandwidth of this machine: {memcpy / 1e9:.2f} GB/s (one 64 MiB np.copyto)")
 
     print(f"\nlaunch latency: a cold launch of a function that returns at once (best of {args.launches}), "

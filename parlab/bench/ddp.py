@@ -228,14 +228,12 @@ def run(args: argparse.Namespace) -> int:
           f"buckets of {args.bucket_mb:g} MiB; best of {args.repeats} steps")
     for n in ranks:
         r = result[n]
-        line = (f"{n} ranks: parlab DDP {r['overlap'] * 1e3:7.1f} ms (no overlap "
-                f"{r['no overlap'] * 1e3:.1f}); per micro-batch: every {r['sync every micro-batch'] * 1e3:.1f}, "
-                f"no_sync {r['no_sync'] * 1e3:.1f}")
+        print(f"{n} ranks: parlab DDP {r['overlap'] * 1e3:.1f} ms (no overlap {r['no overlap'] * 1e3:.1f}); "
+              f"per micro-batch: every {r['sync every micro-batch'] * 1e3:.1f}, no_sync {r['no_sync'] * 1e3:.1f}")
         if "torch" in r:
-            line += (f"; head to head ({args.rounds} alternating rounds): parlab {r['parlab'] * 1e3:.1f} ms, "
-                     f"torch DDP (gloo) {r['torch'] * 1e3:.1f} ms -> torch / parlab = "
-                     f"{r['torch'] / r['parlab']:.2f}x")
-        print(line)
+            print(f"  head to head ({args.rounds} alternating rounds): parlab {r['parlab'] * 1e3:.1f} ms, "
+                  f"torch DDP (gloo) {r['torch'] * 1e3:.1f} ms -> torch / parlab = "
+                  f"{r['torch'] / r['parlab']:.2f}x")
     big = max(ranks)
     print(f"bucket sweep on {big} ranks: " + ", ".join(
         f"{c:g} MiB {result[big][('bucket', c)] * 1e3:.1f} ms" for c in CAPS_MB))

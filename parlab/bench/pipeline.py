@@ -74,6 +74,17 @@ def measured_costs(sched, runs):
     return Costs(f=means["F"], b=means["B"], w=means["W"])
 
 
+STEP_HEADERS = ["schedule", "local (ms)", "gloo (ms)", "torch (ms)", "torch/local", "torch/gloo"]
+
+
+def step_table(rows) -> str:
+    """One step per schedule: parlab on the local backend and on gloo, torch pipelining on gloo,
+    and torch's time over parlab's (one row per schedule, cells already formatted)."""
+    from parlab.tables import table
+
+    return table(rows, STEP_HEADERS, "lrrrrr")
+
+
 def run(args: argparse.Namespace) -> int:
     from parlab.comm import launch
     from parlab.parallel import GPTConfig, batches
@@ -112,9 +123,9 @@ def run(args: argparse.Namespace) -> int:
                      "-" if pt is None else f"{pt * 1e3:.1f}",
                      "-" if pt is None else f"{pt / loc:.2f}x", "-" if pt is None else f"{pt / tor:.2f}x"])
     print(f"\none step, m={args.m}, batch {args.batch}, TinyGPT {args.layers} layers h={args.hidden} "
-          f"(best of {max(args.repeats - 1, 1)}):")
-    print(table(rows, ["schedule", "parlab local (ms)", "parlab gloo (ms)", "torch gloo (ms)",
-                       "torch / parlab local", "torch / parlab gloo"], "lrrrrr"))
+          f"(best of {max(args.repeats - 1, 1)}): parlab on the local backend and on gloo, torch "
+          f"pipelining on gloo")
+    print(step_table(rows))
 
     rows = []
     for name in NAMES:

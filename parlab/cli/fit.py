@@ -71,3 +71,8 @@ def fit_table(rows: Sequence[Sequence[object]], headers: Sequence[str], align: s
             return text, dropped
         dropped.append(left[0])
         keep.remove(list(headers).index(left[0]))
+
+
+def dropped_note(dropped: Sequence[str], width: int = WIDTH) -> str:
+    """The line under a table ``fit_table`` narrowed ('' when nothing was left out)."""
+    return f"({', '.join(dropped)} left out to fit {width} columns: --wide shows them)" if dropped else ""

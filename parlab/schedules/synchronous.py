@@ -79,7 +79,7 @@ def interleaved_1f1b(p: int, m: int, v: int) -> Schedule:
     if v == 1:
         return one_f_one_b(p, m)
     if m % p:
-        raise ValueError(f"interleaved_1f1b needs m (micro-batches) a multiple of p (stages): "
+        raise ValueError(f"the interleaved 1F1B schedule needs m (micro-batches) a multiple of p (stages): "
                          f"m={m}, p={p}")
     table, total = _megatron_table(m, v, p), m * v
     stages = []

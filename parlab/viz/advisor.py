@@ -4,6 +4,7 @@ the advisor's fastest plan of each layout for one setting."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 from parlab.costmodel.advisor import Advice, Scenario, Verdict, decision_branches, layout
@@ -12,6 +13,7 @@ from parlab.tables import plural
 
 from .figures import new_figure
 
+WRAP_CHARS = 22  # a layer's label in two lines within its box (9 pt, 7.6 in for the stacks)
 LAYER_COLORS = ("#c6dbef", "#9ecae1", "#fdd0a2", "#fdae6b", "#c7e9c0", "#a1d99b")
 AGREE, DISAGREE, OTHER, TIE = "#2b8a3e", "#c92a2a", "#868e96", "#e67700"
 
@@ -25,7 +27,8 @@ def stack_figure(stacks: dict[str, tuple[str, ...]] = STACKS, layers: Sequence[s
     for j, name in enumerate(names):
         for i, label in enumerate(stacks[name]):
             ax.add_patch(_box(j, i, LAYER_COLORS[i % len(LAYER_COLORS)]))
-            ax.text(j + 0.5, i + 0.5, label, ha="center", va="center", fontsize=9, wrap=True)
+            ax.text(j + 0.5, i + 0.5, "\n".join(textwrap.wrap(label, WRAP_CHARS)) or label, ha="center",
+                    va="center", fontsize=9)
         ax.text(j + 0.5, len(layers) + 0.15, name, ha="center", va="bottom", fontsize=10, weight="bold")
     ax.set_yticks([i + 0.5 for i in range(len(layers))], list(layers), fontsize=9)
     ax.set_xticks([])

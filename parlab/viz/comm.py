@@ -227,9 +227,11 @@ def ring_figure(n: int = 4):
 def plot_time_vs_size(ax, op: str, ranks: int, alpha: float, bandwidth: float, size: float,
                       chosen: str | None = None) -> None:
     """Modelled time (log-log) of every algorithm of ``op`` against message size, a marker at
-    ``size``, and the latency floor (steps x alpha) of each as a dotted line."""
+    ``size``, and the latency floor (steps x alpha) of each as a dotted line. The shared-memory
+    algorithms (``alphabeta.ONE_HOST_ONLY``) are left out as ``alphabeta.compare`` leaves them
+    out of the ranking, unless one is ``chosen``."""
     sizes = np.logspace(2, 11, 60)
-    for algo in alphabeta.algorithms_of(op):
+    for algo in [a for a in alphabeta.algorithms_of(op) if a not in alphabeta.ONE_HOST_ONLY or a == chosen]:
         color = ALGORITHM_COLORS.get(algo, "#333333")
         times = [alphabeta.time(op, algo, ranks, s, alpha, bandwidth).seconds for s in sizes]
         ax.loglog(sizes, times, color=color, lw=2.4 if algo == chosen else 1.2, label=algo)
@@ -241,7 +243,7 @@ def plot_time_vs_size(ax, op: str, ranks: int, alpha: float, bandwidth: float, s
     ax.set_xlabel("message size (bytes)", fontsize=FONT)
     ax.set_ylabel("time (s)", fontsize=FONT)
     ax.tick_params(labelsize=FONT)
-    ax.set_title(f"{op} on {ranks} ranks, α = {alpha * 1e6:g} µs, {bandwidth / 1e9:g} GB/s "
+    ax.set_title(f"{op} on {ranks} ranks, α = {alpha * 1e6:.3g} µs, {bandwidth / 1e9:.3g} GB/s "
                  "(dotted: latency floors)", fontsize=FONT)
     ax.legend(fontsize=FONT, loc="upper left", frameon=False)
     ax.minorticks_off()

@@ -62,7 +62,7 @@ def plan_figure(est: Estimate):
     """The two bars of a plan, memory above time: the PlanDashboard's picture."""
     from parlab.viz.figures import new_figure
 
-    fig = new_figure(7.5, 3.1, left=0.03, right=0.6, bottom=0.14, top=0.92, hspace=1.05)
+    fig = new_figure(7.5, 2.9, left=0.03, right=0.6, bottom=0.15, top=0.92, hspace=1.1)
     plot_memory_breakdown(fig.add_subplot(2, 1, 1), est)
     plot_time_breakdown(fig.add_subplot(2, 1, 2), est)
     return fig
@@ -116,7 +116,7 @@ def plot_validation(ax, rows: Sequence[MegatronRow]) -> None:
     ax.bar(x + 0.2, [r.predicted for r in rows], 0.4, color="#4c72b0", label="predicted")
     ax.fill_between(x, [0.85 * r.measured for r in rows], [1.15 * r.measured for r in rows],
                     color="#55a868", alpha=0.15, step="mid", label="measured +-15%")
-    ax.set_xticks(x, [f"{r.params_b:g}B" for r in rows], fontsize=9, rotation=30)
+    ax.set_xticks(x, [f"{r.params_b:g}B" for r in rows], fontsize=9)  # unrotated: the x label fits
     ax.set_ylabel("TFLOP/s per GPU")
     ax.set_xlabel("model (Megatron-LM 2021, Table 1)")
     ax.set_ylim(0, 1.4 * max(r.measured for r in rows))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .figures import new_figure
+from .figures import log_ticks, new_figure
 
 COLORS = {"forward": "#4c78a8", "backward": "#f58518", "comm": "#54a24b", "optimizer": "#b279a2"}
 SERIES = ("#4c78a8", "#e45756", "#54a24b", "#b279a2")
@@ -24,7 +24,8 @@ def timeline_figure(per_rank: Sequence[Sequence[tuple]], unit: float = 1e-3, tit
     ``("comm", bucket)``) on the lower lane, so overlap with backward shows as stacked bars.
     ``per_rank``: each rank's ``(label, start, end)`` spans on a common axis (``align``)."""
     n = len(per_rank)
-    fig = new_figure(6.4, 0.9 + 0.55 * n, left=0.1, bottom=0.3 if n < 3 else 0.2, top=0.85)
+    height = 0.9 + 0.55 * n  # inches; 0.45 in above the axes hold the legend, then the title
+    fig = new_figure(6.4, height, left=0.1, bottom=0.3 if n < 3 else 0.2, top=1 - 0.45 / height)
     ax = fig.add_subplot()
     seen = set()
     for r, spans in enumerate(per_rank):
@@ -37,9 +38,10 @@ def timeline_figure(per_rank: Sequence[Sequence[tuple]], unit: float = 1e-3, tit
             seen.add(kind)
     ax.set_yticks([n - 1 - r for r in range(n)], [f"rank {r}" for r in range(n)])
     ax.set_xlabel("time (ms)" if unit == 1e-3 else f"time (x {unit:g} s)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 1.2), ncol=4, frameon=False, fontsize=8)
-    if title:
-        ax.set_title(title, fontsize=9, pad=18)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, frameon=False, fontsize=8,
+              borderaxespad=0.2)
+    if title:  # above the legend, never over it
+        fig.suptitle(title, fontsize=9, y=1 - 0.04 / height, va="top")
     return fig
 
 
@@ -69,7 +71,8 @@ def curves_figure(xlabel: str, ylabel: str, measured: Mapping[str, Curve],
 def step_terms_figure(rows: Sequence[tuple[str, float, float, float]], marker: float | None = None,
                       curve: Curve | None = None):
     """Left: stacked bars of (label, compute s, hidden comm s, exposed comm s) per schedule;
-    right (``curve``): step time vs bucket size in MiB, the chosen size marked."""
+    right (``curve``): step time vs bucket size in MiB, both axes log (the U of too-small and
+    too-large buckets stays visible when the smallest costs 100x), the chosen size marked."""
     fig = new_figure(7.2, 2.6, left=0.13, right=0.98, bottom=0.2, top=0.84, wspace=0.35)
     ax = fig.add_subplot(1, 2 if curve else 1, 1)
     labels = [r[0] for r in rows]
@@ -87,8 +90,9 @@ def step_terms_figure(rows: Sequence[tuple[str, float, float, float]], marker: f
         if marker is not None:
             bx.axvline(marker, color="#888", linestyle=":", linewidth=1)
         bx.set_xscale("log")
+        bx.set_yscale("log")  # tiny buckets cost 10-100x: a linear axis flattens the U
+        log_ticks(bx.yaxis)
         bx.set_xlabel("bucket size (MiB)", fontsize=9)
-        bx.set_ylabel("step (ms)", fontsize=9)
-        bx.set_ylim(bottom=0)
+        bx.set_ylabel("step (ms, log)", fontsize=9)
         bx.tick_params(labelsize=8)
     return fig

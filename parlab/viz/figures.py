@@ -39,6 +39,16 @@ def new_figure(width: float = 6.0, height: float = 3.2, **margins: float):
     return fig
 
 
+def log_ticks(axis) -> None:
+    """Plain-number ticks at 1, 2 and 5 of each decade on a log axis, no minor labels: a range
+    under one decade otherwise shows one tick, or labels its minor ticks over each other."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.4g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def natural_size(fig) -> tuple[int, int]:
     """(width, height) of ``fig`` in CSS pixels: its size in inches times its dpi."""
     w, h = fig.get_size_inches()

@@ -54,9 +54,13 @@ def plot_gantt(ax, timeline: Timeline, title: str | None = None, unit: str = "ti
             ax.add_patch(box)
             boxes.append(box)
             text = str(op.microbatch)
-            if w * px_per_unit >= digit_px * len(text) + PAD:
+            hatched = HATCHES[op.chunk % len(HATCHES)] is not None
+            if w * px_per_unit >= digit_px * (len(text) + hatched) + PAD:
+                # on a hatched chunk the digit sits on a patch of plain colour, clear of the lines
                 ax.text(x + w / 2, s, text, ha="center", va="center", fontsize=FONT, color="white",
-                        path_effects=[Stroke(linewidth=2.5, foreground=COLORS[op.kind]), Normal()])
+                        path_effects=[Stroke(linewidth=2.5, foreground=COLORS[op.kind]), Normal()],
+                        bbox={"boxstyle": "square,pad=0.12", "facecolor": COLORS[op.kind],
+                              "edgecolor": "none"} if hatched else None)
     ax.set_yticks(range(p), [f"stage {s}" for s in range(p)], fontsize=FONT)
     ax.tick_params(axis="x", labelsize=FONT)
     ax.set_xlabel(unit, fontsize=FONT)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import html as html_lib
 import math
 import numbers
+import re
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -165,18 +166,24 @@ def text_table(rows: Sequence[Sequence[Any]], headers: Sequence[str], formats: F
     return "\n".join(lines)
 
 
-def wrap_text(text: str, width: int = TEXT_WIDTH) -> str:
+_GLUE = "\x00"  # a space wrap_text may not break at (restored after wrapping)
+
+
+def wrap_text(text: str, width: int = TEXT_WIDTH, fields: bool = False) -> str:
     """``text`` with every line longer than ``width`` wrapped, continuation lines indented two
     spaces past the line's own indentation; shorter lines are kept as they are. For printing a
-    library's multi-line text (an ``explain()``) in a notebook, whose stored lines must fit."""
+    library's multi-line text (an ``explain()``) in a notebook, whose stored lines must fit.
+    ``fields``: never break before a number, so a 'name 12ms' field of a log line stays whole."""
     out = []
     for line in text.splitlines():
         if len(line) <= width:
             out.append(line)
             continue
         indent = line[: len(line) - len(line.lstrip())]
-        out += textwrap.wrap(line, width, initial_indent="", subsequent_indent=indent + "  ",
-                             break_on_hyphens=False, drop_whitespace=True) or [line]
+        body = re.sub(r" (?=[\d-])", _GLUE, line) if fields else line
+        out += [part.replace(_GLUE, " ") for part in textwrap.wrap(
+            body, width, initial_indent="", subsequent_indent=indent + "  ", break_on_hyphens=False,
+            drop_whitespace=True)] or [line]
     return "\n".join(out)
 
 

@@ -4,11 +4,10 @@ per-layer time and memory (numbers from ``parlab.costmodel.tensor_parallel``).""
 from __future__ import annotations
 
 from matplotlib.patches import Rectangle
-from matplotlib.ticker import NullFormatter
 
 from parlab.costmodel.tensor_parallel import LABELS, MODES, ModeOnLink, layer_cost, tp_grid
 
-from .figures import new_figure
+from .figures import log_ticks, new_figure
 
 RANK_COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52")  # rank 0..3, as in chapter 02
 MODE_COLORS = {"1d": "#4C72B0", "1d-sp": "#8172B3", "2d": "#55A868", "2.5d": "#DD8452", "3d": "#C44E52"}
@@ -86,7 +85,7 @@ def modes_figure(rows: list[ModeOnLink]):
 def scaling_figure(model, micro_batch: int, ps: list[int], depth: int = 2):
     """Per-layer bytes each GPU sends, and activation bytes each GPU keeps, against the number of
     GPUs p, for every mode at the p its grid fits (2.5D with the given depth)."""
-    fig = new_figure(7.0, 2.6, left=0.08, right=0.99, bottom=0.18, top=0.88, wspace=0.3)
+    fig = new_figure(7.0, 3.0, left=0.08, right=0.99, bottom=0.29, top=0.9, wspace=0.3)
     ax1, ax2 = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
     for mode in MODES:
         pts = []
@@ -97,8 +96,10 @@ def scaling_figure(model, micro_batch: int, ps: list[int], depth: int = 2):
             except ValueError:
                 continue
             pts.append((p, c.volume / 1e9, c.activations / 1e9))
-        if pts:
-            kw = {"color": MODE_COLORS[mode], "marker": "o", "ms": 3, "label": LABELS[mode]}
+        if pts:  # modes of equal cost lie on one line: each its own marker and dash, both visible
+            k = list(MODES).index(mode)
+            kw = {"color": MODE_COLORS[mode], "marker": "os^Dv"[k % 5], "ms": 4, "label": LABELS[mode],
+                  "linestyle": ("-", "--", ":", "-.")[k % 4], "markerfacecolor": "none"}
             ax1.plot([x[0] for x in pts], [x[1] for x in pts], **kw)
             ax2.plot([x[0] for x in pts], [x[2] for x in pts], **kw)
     for ax, title in ((ax1, "GB sent per GPU per layer"), (ax2, "GB of activations per GPU per layer")):
@@ -107,6 +108,8 @@ def scaling_figure(model, micro_batch: int, ps: list[int], depth: int = 2):
         ax.set_xlabel("GPUs in the tensor-parallel group (p)", fontsize=9)
         ax.set_title(title, fontsize=9)
         ax.tick_params(labelsize=8)
-        ax.yaxis.set_minor_formatter(NullFormatter())
-    ax2.legend(fontsize=7, loc="lower left")
+        log_ticks(ax.yaxis)
+    # one legend for both panels (the same series), under them: it covers no line
+    fig.legend(*ax1.get_legend_handles_labels(), loc="lower center", ncol=len(MODES), fontsize=8,
+               frameon=False, bbox_to_anchor=(0.5, 0.0))
     return fig

@@ -222,14 +222,16 @@ def timeline_figure(histories: Mapping[int, Sequence[tuple[object, Mapping[str, 
     """Who holds what when, measured: for each ZeRO stage, the bytes one rank held at each sample
     of one step (``(label, {category: bytes})`` in order, as ``parlab.parallel.measure.MemoryLedger``
     samples them wherever a unit is gathered or freed or a gradient bucket comes or goes), stacked
-    by category, with the step's forward, backward and update marked along the bottom."""
+    by category, with the step's forward, backward and update marked along the bottom. Each stage
+    has its own y scale (ZeRO-3 holds a fraction of ZeRO-0's bytes: on ZeRO-0's scale its gathered
+    units would vanish)."""
     stages = list(histories)
     fig = new_figure(7.6, 0.7 + 0.9 * len(stages), left=0.12, right=0.78, bottom=0.1, top=0.95, hspace=0.5)
-    top = max((sum(v for k, v in held.items() if k in _LEDGER) for h in histories.values() for _, held in h),
-              default=1.0) / unit
     for i, s in enumerate(stages):
         ax = fig.add_subplot(len(stages), 1, i + 1)
         samples = list(histories[s])
+        top = max((sum(v for k, v in held.items() if k in _LEDGER) for _, held in samples), default=0.0) / unit
+        top = top or 1.0
         xs = range(len(samples))
         bottom = [0.0] * len(samples)
         for term in HELD:

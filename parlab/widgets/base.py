@@ -8,7 +8,12 @@ from ``parlab.viz.figures.new_figure``). The base wires them, the same way for e
   dashboard, never as a traceback, and the previous table and figure are cleared (a stale
   result never looks current);
 - the figure is rendered at 2x pixel density and shown at its natural CSS width (crisp, never
-  stretched to the cell), so controls, headline numbers and figure fit one screen;
+  stretched to the cell); the table and the figure sit side by side where the notebook column
+  has room and one under the other where it has not, and the control grid wraps to the
+  column's width, so a dashboard fits about 760 px of a 1400x900 screen and a 568 px column
+  (1000x800 with the file browser open); a table wider than the column scrolls;
+- the table and the figure change together: both are computed and rendered before either is
+  shown, so a slow render (under load) never shows the new table beside the old figure;
 - ``inactive(**values)`` names the controls that have no effect for the other values; the base
   disables them, so a learner never moves a knob that does nothing;
 - in a notebook the output also carries a static picture of the dashboard's state
@@ -41,6 +46,10 @@ from parlab.viz.html import html_table
 __all__ = ["CSS_PREFIX", "Dashboard", "html_table", "model_box", "new_figure", "render_png"]
 
 CSS_PREFIX = "parlab-"  # DOM classes for the browser test: parlab-<control>, parlab-output, ...
+# compact rows for every dashboard's tables (JupyterLab's default padding makes a 5-row table
+# 160 px tall); scoped to parlab's output widgets
+COMPACT = ("<style>.parlab-output table td, .parlab-output table th {padding: 2px 10px; line-height: 1.3}"
+           " .parlab-output p {margin: 4px 0; line-height: 1.35}</style>")
 NO_RESULT = '<p class="parlab-no-result" style="color:#777">(no result: fix the setting above)</p>'
 
 
@@ -66,15 +75,20 @@ class Dashboard(widgets.VBox):
             control.observe(self._on_change, names="value")
         self.output = widgets.HTML().add_class(CSS_PREFIX + "output")
         self.error = widgets.HTML().add_class(CSS_PREFIX + "error")
+        self.output.layout = widgets.Layout(max_width="100%", overflow="auto", margin="0 16px 0 0")
         self.image = widgets.Image(format="png").add_class(CSS_PREFIX + "figure")
         self.image.layout.max_width = "100%"
+        self.body = widgets.Box([self.output, self.image], layout=widgets.Layout(
+            display="flex", flex_flow="row wrap", align_items="flex-start", max_width="100%"))
+        self.body.add_class(CSS_PREFIX + "body")
         self.result: Any = None
         self.last_error: str | None = None
         self.png: bytes = b""  # the figure as last rendered (2x), also the static picture
         self.figure_size: tuple[int, int] | None = None  # its natural size in CSS px
         self.timings: dict[str, float] = {}
         header = [widgets.HTML(f"<b>{html_lib.escape(self.title)}</b>")] if self.title else []
-        super().__init__(header + [self.layout_controls(), self.error, self.output, self.image])
+        self.controls_box = self.layout_controls()
+        super().__init__(header + [self.controls_box, self.error, self.body])
         self.add_class(CSS_PREFIX + "dashboard")
         self.update()
 
@@ -102,15 +116,17 @@ class Dashboard(widgets.VBox):
 
     # -- wiring --------------------------------------------------------------------------------
     def layout_controls(self) -> widgets.Widget:
-        """Controls in a grid of ``control_columns`` columns of ``control_width`` px, labels 120 px
-        (two of 360 by default; three of 300 keep a dashboard with many knobs on one screen)."""
+        """Controls in a grid of up to ``control_columns`` columns of ``control_width`` px, labels
+        120 px (two of 360 by default; three of 300 keep a dashboard with many knobs short); in a
+        narrower notebook column the grid wraps to as many columns as fit (one at 568 px)."""
         items = list(self.controls.values())
         w = self.control_width
         for c in items:
             c.style = {"description_width": "120px"}
             c.layout.width = f"{w}px"
         return widgets.GridBox(items, layout=widgets.Layout(
-            grid_template_columns=f"repeat({self.control_columns}, {w + 10}px)"))
+            grid_template_columns=f"repeat(auto-fill, {w + 10}px)",
+            max_width=f"{self.control_columns * (w + 10)}px", width="100%")).add_class(CSS_PREFIX + "controls")
 
     def values(self) -> dict[str, Any]:
         return {name: c.value for name, c in self.controls.items()}
@@ -144,16 +160,17 @@ class Dashboard(widgets.VBox):
             self.png, self.figure_size = b"", None
             return
         t1 = time.perf_counter()
+        table = self.html(result)
+        fig = self.figure(result)  # rendered before the table is shown: both change together
+        png, size = (b"", None) if fig is None else (render_png(fig, SCALE), natural_size(fig))
         self.result, self.last_error, self.error.value = result, None, ""
-        self.output.value = self.html(result)
-        fig = self.figure(result)
+        self.output.value = COMPACT + table
+        self.png, self.figure_size = png, size
         if fig is None:
-            self.png, self.figure_size = b"", None
             self.image.layout.display = "none"
         else:
-            self.png, self.figure_size = render_png(fig, SCALE), natural_size(fig)
-            self.image.value = self.png
-            self.image.width = str(self.figure_size[0])  # natural CSS width; the PNG is 2x
+            self.image.value = png
+            self.image.width = str(size[0])  # natural CSS width; the PNG is 2x
             self.image.layout.display = None
         t2 = time.perf_counter()
         self.timings = {"compute_s": t1 - t0, "render_s": t2 - t1, "total_s": t2 - t0}

@@ -108,8 +108,9 @@ class DrillDashboard(Dashboard):
         self.new_button.on_click(lambda _: self.new_question())
         self.buttons = widgets.HBox([self.check_button, self.new_button])
         super().__init__(**initial)
-        head, controls, error, output, image = self.children
-        self.children = (head, controls, error, output, self.answer_box, self.buttons, self.feedback, image)
+        head, controls, error, _ = self.children
+        self.children = (head, controls, error, self.output, self.answer_box, self.buttons, self.feedback,
+                         self.image)
         self._sync_answer()
 
     # -- the Dashboard pieces ------------------------------------------------------------------

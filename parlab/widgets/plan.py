@@ -148,7 +148,7 @@ class SearchDashboard(Dashboard):
     def figure(self, result: tuple[SearchResult, int]):
         from parlab.viz.costmodel import plot_search
 
-        fig = new_figure(7.5, 2.6, left=0.1, right=0.77, bottom=0.18)  # the dashboard in one screen
+        fig = new_figure(7.5, 2.6, left=0.12, right=0.77, bottom=0.18)  # the dashboard in one screen
         plot_search(fig.add_subplot(), result[0].ranked)
         return fig
 

@@ -47,8 +47,9 @@ class TensorParallelDashboard(Dashboard):
              "computing (%)", "model states (GB)", "activations (GB)"],
             {"MB sent / GPU": ",.1f", "comm (ms)": ",.2f", "matmuls (ms)": ",.2f", "computing (%)": ".0f",
              "model states (GB)": ",.1f", "activations (GB)": ",.1f"})
-        skipped = "".join(f"<li>{html_lib.escape(r.label)}: {html_lib.escape(r.reason)}</li>"
-                          for r in rows if r.cost is None)
+        skipped = "".join(  # a reason that names its mode already is not prefixed twice
+            f"<li>{html_lib.escape(r.reason if r.reason.startswith(r.label) else f'{r.label}: {r.reason}')}</li>"
+            for r in rows if r.cost is None)
         best = min(fits, key=lambda r: r.comm_s)
         model = fits[0].cost.model
         head = (f"<p><b>{html_lib.escape(model.name)}</b>, one layer, micro-batch "
