@@ -6,6 +6,7 @@ user can name another index. Read from ``make -n`` (nothing is installed)."""
 from __future__ import annotations
 
 import shutil
+import os
 import subprocess
 from pathlib import Path
 
@@ -17,8 +18,9 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make on
 
 def setup_commands(tmp_path: Path, *overrides: str) -> list[str]:
     venv = tmp_path / "venv"  # absent: make -n prints every step of a first setup
-    done = subprocess.run(["make", "-n", "setup", f"VENV={venv}", *overrides], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k not in ("TORCH", "TORCH_INDEX", "MAKEFLAGS")}
+    done = subprocess.run(["make", "-n", "setup", f"VENV={venv}", *overrides], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)  # the Makefile's defaults, whatever the caller set
     assert done.returncode == 0, done.stderr
     assert not venv.exists()
     return [line for line in done.stdout.splitlines() if "pip install" in line and "torch==" in line]
