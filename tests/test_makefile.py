@@ -5,8 +5,8 @@ user can name another index. Read from ``make -n`` (nothing is installed)."""
 
 from __future__ import annotations
 
-import shutil
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
