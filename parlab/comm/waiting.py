@@ -24,6 +24,7 @@ a bounded spin, then a blocking wait):
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 import sys
@@ -46,18 +47,19 @@ def usable_cores() -> int:
     return max(1, os.cpu_count() or 1)  # pragma: no cover - macOS
 
 
-_LOADAVG: list[int | None] = []  # an open descriptor of /proc/loadavg (None: none on this system)
+@functools.cache
+def _loadavg_fd() -> int | None:
+    """An open descriptor of /proc/loadavg, opened once (None: none on this system)."""
+    try:
+        return os.open("/proc/loadavg", os.O_RDONLY)
+    except OSError:
+        return None
 
 
 def runnable_tasks() -> int | None:
     """Tasks running or waiting for a core on the whole machine at this instant (the 4th field
     of Linux's /proc/loadavg, "running/total"); None where the system does not say."""
-    if not _LOADAVG:
-        try:
-            _LOADAVG.append(os.open("/proc/loadavg", os.O_RDONLY))
-        except OSError:
-            _LOADAVG.append(None)
-    fd = _LOADAVG[0]
+    fd = _loadavg_fd()
     if fd is None:
         return None
     try:
