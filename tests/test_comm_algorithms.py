@@ -205,20 +205,29 @@ def test_shm_direct_reads_the_windows_on_the_world_and_sends_messages_on_a_group
     assert per_rank[0]["group default"] == "ring"  # a sub-group has no windows of its own
 
 
-def direct_broadcasts(comm) -> dict:
+def direct_broadcasts(comm, path: str) -> dict:
     """shm_direct broadcasts from every root on the world, interleaved with shm_direct
-    all-reduces (they share the slots and the counters), and on a sub-group (messages)."""
+    all-reduces (they share the slots and the counters), and on a sub-group (messages).
+    ``path``: 'single_copy' (each peer reads the root's buffer in place) or 'windows' (through
+    the root's shared window), whichever this machine allows for the first."""
     from parlab.comm.local import DIRECT_MIN_BYTES
 
     n, out = comm.world_size, {}
     big = DIRECT_MIN_BYTES // 4 + 5  # float32 elements: more chunks than slots
-    for root in range(n):
-        x = np.full(big, comm.rank, np.float32) + np.arange(big, dtype=np.float32) % 7
-        comm.reset_traffic()
-        x = comm.broadcast(x, src=root)
-        t = comm.traffic()["broadcast"]
-        y = comm.all_reduce(np.arange(big, dtype=np.float32) % 5 + comm.rank)
-        out[root] = (x.tobytes(), t.bytes_sent, t.bytes_recv, y.tobytes())
+    direct = comm._direct()
+    agreed = direct.single_copy()
+    direct._single = agreed and path == "single_copy"
+    out["path"] = "single_copy" if direct._single else "windows"
+    try:
+        for root in range(n):
+            x = np.full(big, comm.rank, np.float32) + np.arange(big, dtype=np.float32) % 7
+            comm.reset_traffic()
+            x = comm.broadcast(x, src=root, inplace=root % 2 == 1)
+            t = comm.traffic()["broadcast"]
+            y = comm.all_reduce(np.arange(big, dtype=np.float32) % 5 + comm.rank)
+            out[root] = (x.tobytes(), t.bytes_sent, t.bytes_recv, y.tobytes())
+    finally:
+        direct._single = agreed
     out["default"] = comm._algorithm("broadcast", None, 4 * big)
     sub = comm.new_group(list(range(1, n)))
     if sub is not None:  # ranks 1.. n-1: the group's rank 0 is the world's rank 1
@@ -228,12 +237,16 @@ def direct_broadcasts(comm) -> dict:
     return out
 
 
+@pytest.mark.parametrize("path", ["single_copy", "windows"])
 @pytest.mark.parametrize("n", [2, 4])
-def test_shm_direct_broadcast_gives_every_rank_the_roots_buffer_and_the_modelled_bytes(n):
-    from parlab.comm import World
+def test_shm_direct_broadcast_gives_every_rank_the_roots_buffer_and_the_modelled_bytes(n, path):
+    from parlab.comm import World, single_copy
 
     with World(n, capacity=1 << 16) as world:  # 64 KiB windows: many chunks, slots reused
-        per_rank = world.run(direct_broadcasts)
+        per_rank = world.run(direct_broadcasts, path)
+    if path == "single_copy" and single_copy.AVAILABLE and sys.platform.startswith("linux"):
+        assert {r["path"] for r in per_rank} == {"single_copy"}  # the kernel lets ranks read
+    assert len({r["path"] for r in per_rank}) == 1  # one protocol on every rank
     for root in range(n):
         want = per_rank[root][root][0]  # the root's own buffer, untouched by its broadcast
         for rank, got in enumerate(per_rank):
@@ -244,3 +257,37 @@ def test_shm_direct_broadcast_gives_every_rank_the_roots_buffer_and_the_modelled
     assert {r["default"] for r in per_rank} == {"shm_direct"}  # large, the world, any n
     group = [r["group"] for r in per_rank if "group" in r]
     assert group and all(g == (np.arange(300, dtype=np.float64) + 1).tobytes() for g in group)
+
+
+def one_rank_cannot_read_its_peers(comm) -> dict:
+    """Rank 1 behaves as if the kernel refused it (a seccomp filter, Yama): the ranks try again,
+    together, and must all keep the windows; then a broadcast still gives the root's bytes."""
+    from parlab.comm import single_copy
+
+    direct, available = comm._direct(), single_copy.AVAILABLE
+    single_copy.AVAILABLE = available and comm.rank != 1
+    direct._single = None  # probe again, all ranks at once
+    try:
+        agreed = direct.single_copy()
+        x = comm.broadcast(np.arange(1 << 19, dtype=np.float32) + comm.rank, src=0)
+    finally:
+        single_copy.AVAILABLE, direct._single = available, None
+    return {"agreed": agreed, "ok": x.tobytes() == np.arange(1 << 19, dtype=np.float32).tobytes()}
+
+
+def wrong_size_broadcast(comm):
+    elems = (1 << 19) + (comm.rank == 1)
+    comm.broadcast(np.zeros(elems, np.float32), src=0)
+
+
+def test_single_copy_needs_every_rank_and_a_wrong_size_is_named():
+    from parlab.comm import World
+    from parlab.comm.errors import RankError
+
+    with World(3) as world:
+        per_rank = world.run(one_rank_cannot_read_its_peers)
+        assert [r["agreed"] for r in per_rank] == [False] * 3
+        assert all(r["ok"] for r in per_rank)
+        if world.run(lambda comm: comm._direct().single_copy())[0]:
+            with pytest.raises(RankError, match=r"rank 1 passed 2097156 bytes but the root, rank 0"):
+                world.run(wrong_size_broadcast)

@@ -45,6 +45,42 @@ def test_no_spin_while_other_tasks_wait_for_a_core():
     assert WaitPolicy(2, spin_s=1e-4, cores=2, runnable=lambda: None).budget() == 1e-4  # unknown
 
 
+def test_the_communication_thread_spins_only_while_its_caller_waits_for_it():
+    """Overlap on CPU ranks: while the caller computes (backward, with DDP's buckets in flight)
+    a spin on the communication thread would take the caller's core; while the caller waits
+    in ``wait()``, the core is free to spin on."""
+    from parlab.comm.progress import Progress
+
+    policy = WaitPolicy(2, spin_s=1e-4, cores=2, runnable=idle)
+    progress, go, seen = Progress(), threading.Event(), {}
+
+    def op(name):
+        def call():
+            if name == "waited":
+                while not (waiting := progress_waits()):
+                    time.sleep(1e-3)  # until the caller is inside wait()
+                seen[name] = (waiting, policy.budget())
+            else:
+                go.wait()
+                seen[name] = (progress_waits(), policy.budget())
+        return call
+
+    from parlab.comm import progress as progress_module
+
+    def progress_waits():
+        return progress_module._waiting[0] > 0
+
+    computing = progress.submit(op("computing"), "computing")
+    go.set()
+    while not computing.is_completed():
+        time.sleep(1e-3)  # the caller busy elsewhere, not in wait()
+    progress.submit(op("waited"), "waited").wait()
+    progress.close()
+    assert seen["computing"] == (False, 0.0)
+    assert seen["waited"] == (True, 1e-4)
+    assert policy.budget() == 1e-4  # the caller's own thread spins as before
+
+
 def test_the_machine_tells_how_many_tasks_are_runnable():
     from parlab.comm.waiting import runnable_tasks
 

@@ -82,7 +82,7 @@ def timed_calls(comm, ops: list[str], sizes: list[int], repeats: int, backend: s
         calls = {"all_reduce": lambda x, o: comm.all_reduce(x, inplace=True),
                  "all_gather": lambda x, o: comm.all_gather(x, out=o),
                  "reduce_scatter": lambda x, o: comm.reduce_scatter(x, out=o),
-                 "broadcast": lambda x, o: comm.broadcast(x, 0)}
+                 "broadcast": lambda x, o: comm.broadcast(x, 0, inplace=True)}
         barrier = comm.barrier
     out = {}
     for op in ops:

@@ -181,14 +181,18 @@ class Communicator(ABC):
         self._collective("barrier", np.empty(0, np.uint8), algorithm)
 
     def broadcast(self, x: A.Array, src: int = 0, *, algorithm: str | None = None,
-                  async_op: bool = False) -> A.Array | Work:
-        """Rank ``src``'s ``x`` on every rank (all ranks pass an array of the same shape and dtype)."""
-        x = A.as_array(x)
+                  inplace: bool = False, async_op: bool = False) -> A.Array | Work:
+        """Rank ``src``'s ``x`` on every rank (all ranks pass an array of the same shape and dtype).
+        ``inplace=True``: into ``x`` itself, without a copy, as ``torch.distributed.broadcast``
+        does."""
+        x = self._writable(x, "x") if inplace else A.as_array(x)
+        if inplace and not _writable_contiguous(x):
+            raise ValueError("broadcast(inplace=True) needs a C-contiguous array")
         self._peer(src, "src")
         if async_op:
-            return self._submit("broadcast", lambda: self.broadcast(x, src, algorithm=algorithm),
-                                x, algorithm=algorithm)
-        return self._collective("broadcast", x, algorithm, root=src, work=True)
+            return self._submit("broadcast", lambda: self.broadcast(
+                x, src, algorithm=algorithm, inplace=inplace), x, algorithm=algorithm)
+        return self._collective("broadcast", x, algorithm, root=src, work=not inplace)
 
     def reduce(self, x: A.Array, dst: int = 0, op: str = "sum", *,
                algorithm: str | None = None) -> A.Array | None:

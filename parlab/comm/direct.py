@@ -25,6 +25,12 @@ read m once, in 1: ``parlab.costmodel.alphabeta`` models both so. The counters a
 rank in the arena (x86's ordered stores make the window's bytes visible before the counter;
 elsewhere the local backend sends messages, ``algorithms.shm_direct_all_reduce`` and
 ``algorithms.shm_direct_broadcast``).
+
+Where the kernel lets a rank read its peers' memory (``parlab.comm.single_copy``: Linux's
+``process_vm_readv``), the broadcast skips the window: the root publishes where its buffer is
+and every peer copies it straight into its own, one copy instead of two (what MPICH's and Open
+MPI's CMA paths do for large messages). The ranks try it once per world, all together, and
+keep the windows if any of them cannot.
 """
 
 from __future__ import annotations
@@ -33,15 +39,23 @@ import os
 import time
 from collections.abc import Callable
 
+import numpy as np
+
 from . import arrays as A
+from . import single_copy
 from .algorithms import block_bounds, slices
-from .shm import Arena, Status
+from .errors import CollectiveMismatch
+from .shm import BARRIER, Arena, Status
 from .waiting import WaitPolicy, futex_wait, futex_wake, futex_word
 
 CHUNK_BYTES = int(os.environ.get("PARLAB_DIRECT_CHUNK", 2 << 20))  # bytes of x per chunk (<= capacity)
 # slots in turn (at most): few, so that every rank's slots stay in the last-level cache
 SLOTS = int(os.environ.get("PARLAB_DIRECT_SLOTS", 2))
 PUMP_S = 1e-3  # a rank asleep on a counter wakes this often to push its pending sends
+PIECE_BYTES = 4 << 20  # a single-copy reader pushes its pending sends between pieces this big
+# slots of a rank's own line (``Arena.line``; BARRIER is its counter), for single-copy reads
+PID, PROBE_ADDR, PROBE_OK, DATA_ADDR, DATA_BYTES = 0, 1, 2, 3, 5
+assert BARRIER not in (PID, PROBE_ADDR, PROBE_OK, DATA_ADDR, DATA_BYTES)
 
 
 class Direct:
@@ -59,6 +73,13 @@ class Direct:
         self.counts = [arena.barrier_count(r) for r in range(self.n)]
         self.words = [futex_word(c) for c in self.counts]  # where a waiter sleeps on each
         self.chunks = 0  # chunks done (by every rank alike): which slot the next one uses
+        self.lines = [arena.line(r) for r in range(self.n)]
+        self._probe = np.array([os.getpid()], np.int64)  # what a peer's probe read must find
+        line = self.lines[rank]
+        line[PID], line[PROBE_ADDR] = os.getpid(), self._probe.ctypes.data
+        self._single: bool | None = None  # single-copy reads agreed (None: not tried yet)
+        if single_copy.AVAILABLE:
+            single_copy.allow_siblings()
 
     def publish(self, value: int) -> None:
         self.counts[self.rank][0] = value  # after the bytes it announces (x86: stores in order)
@@ -144,6 +165,8 @@ class Direct:
         peers have read the chunk that was there (every counter >= 3(g-S)+3) and publishes
         3g+3; a peer copies it out once the root's counter is >= 3g+1 and publishes 3g+3. The
         root writes chunk g while the peers still read chunk g-1."""
+        if self.single_copy():
+            return self._broadcast_single_copy(comm, x, root)
         n, me = self.n, self.rank
         size = A.itemsize(A.dtype_name(x))
         per_chunk = max(1, self.slot_bytes // size)
@@ -168,4 +191,64 @@ class Direct:
                 raw[base:base + nbytes] = slot[:nbytes]
                 acct.message(sig.op, "recv", nbytes, root, start, sig.seq)
             self.publish(3 * g + 3)
+        return x
+
+    def single_copy(self) -> bool:
+        """Whether every rank can read every peer's memory (``single_copy``), found out once per
+        world by all ranks together, as one step of the counters: each publishes 3g+1 (its pid
+        and probe are in its line), reads every peer's probe, publishes its verdict with 3g+2,
+        and all take the same decision from the same verdicts."""
+        if self._single is None:
+            g, line = self.chunks, self.lines[self.rank]
+            self.chunks += 1
+            self.publish(3 * g + 1)
+            self.wait_all(3 * g + 1)
+            line[PROBE_OK] = 1 if single_copy.AVAILABLE and all(
+                self._probe_peer(r) for r in range(self.n) if r != self.rank) else 2
+            self.publish(3 * g + 2)
+            self.wait_all(3 * g + 2)
+            self._single = all(int(self.lines[r][PROBE_OK]) == 1 for r in range(self.n))
+            self.publish(3 * g + 3)
+        return self._single
+
+    def _probe_peer(self, r: int) -> bool:
+        got = np.zeros(1, np.int64)
+        pid = int(self.lines[r][PID])
+        try:
+            single_copy.readv(pid, int(self.lines[r][PROBE_ADDR]), got.ctypes.data, got.nbytes)
+        except OSError:
+            return False
+        return int(got[0]) == pid
+
+    def _broadcast_single_copy(self, comm, x: A.Array, root: int) -> A.Array:
+        """The root publishes where x is (3g+1) and waits until every peer has copied it straight
+        out of its memory (3g+3), so x stays as it was until then; a peer copies it in pieces,
+        pushing its pending sends between them."""
+        me, sig, acct = self.rank, comm._sig, comm._acct
+        raw = A.byte_view(x)
+        nbytes, start = raw.nbytes, acct.now()
+        g = self.chunks
+        self.chunks += 1
+        if me == root:
+            line = self.lines[me]
+            line[DATA_ADDR], line[DATA_BYTES] = raw.ctypes.data, nbytes
+            self.publish(3 * g + 1)
+            self.wait_all(3 * g + 3)
+            for r in range(self.n):
+                if r != me:
+                    acct.message(sig.op, "send", nbytes, r, start, sig.seq)
+        else:
+            self.wait_all(3 * g + 1, (root,))
+            line = self.lines[root]
+            if int(line[DATA_BYTES]) != nbytes:
+                raise CollectiveMismatch(
+                    f"broadcast: rank {me} passed {nbytes} bytes but the root, rank {root}, passed "
+                    f"{int(line[DATA_BYTES])}: every rank's buffer must have the root's size")
+            pid, remote = int(line[PID]), int(line[DATA_ADDR])
+            for lo in range(0, nbytes, PIECE_BYTES):
+                hi = min(nbytes, lo + PIECE_BYTES)
+                single_copy.readv(pid, remote + lo, raw.ctypes.data + lo, hi - lo)
+                self.pump()
+            acct.message(sig.op, "recv", nbytes, root, start, sig.seq)
+        self.publish(3 * g + 3)
         return x

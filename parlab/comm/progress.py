@@ -11,6 +11,10 @@ background operation is raised by its ``wait()``, and by the next call on any co
 the rank (every later operation fails with it: the rank's links are in an unknown state); one
 that the function never saw ends the run when the function returns.
 
+While the caller computes, the communication thread does not spin when it waits for a peer
+(``waiting.WaitPolicy`` asks ``caller_computes``): on CPU ranks the caller's compute needs the
+very core a spin would hold; while the caller waits in ``wait()`` or a blocking call, it may.
+
 The arrays passed to an asynchronous call must not be changed (or, for ``out=``/inplace, read)
 before ``wait()`` returns, as with torch.distributed's ``async_op=True``.
 """
@@ -20,6 +24,27 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
+
+THREAD_NAME = "parlab-comm"
+_waiting = [0]  # caller threads of this process blocked in Work.wait() or Progress.drain()
+_waiting_lock = threading.Lock()
+
+
+def caller_computes() -> bool:
+    """On a communication thread, whether no caller thread of this process waits for it (so
+    the caller computes, or is busy with anything but this thread's operations)."""
+    return _waiting[0] == 0 and threading.current_thread().name == THREAD_NAME
+
+
+def _blocked(wait: Callable[[], object]):
+    """Run ``wait`` (a caller blocking on the communication thread), counted in ``_waiting``."""
+    with _waiting_lock:
+        _waiting[0] += 1
+    try:
+        return wait()
+    finally:
+        with _waiting_lock:
+            _waiting[0] -= 1
 
 
 class Work:
@@ -42,7 +67,8 @@ class Work:
     def wait(self):
         """Block until the operation has finished; return what the blocking call returns, or
         raise its error."""
-        self._done.wait()
+        if not self._done.is_set():
+            _blocked(self._done.wait)
         if self._error is not None:
             if self._progress is not None:
                 self._progress.seen = True
@@ -76,7 +102,7 @@ class Progress:
         work = Work(what, self)
         with self._cond:
             if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="parlab-comm", daemon=True)
+                self._thread = threading.Thread(target=self._loop, name=THREAD_NAME, daemon=True)
                 self._thread.start()
             self._queue.append((call, work))
             self._busy += 1
@@ -87,9 +113,11 @@ class Progress:
         """Wait until every operation issued so far has finished; raise the first error
         (``unseen_only``: only if the caller has not been given it yet)."""
         if self._busy:
-            with self._cond:
-                while self._busy:
-                    self._cond.wait()
+            def until_idle():
+                with self._cond:
+                    while self._busy:
+                        self._cond.wait()
+            _blocked(until_idle)
         if self.error is not None and not (unseen_only and self.seen):
             self.seen = True
             raise self.error

@@ -13,7 +13,8 @@ publishes how far it has read that pair's ring, both padded to a page; then ``n 
 rings of ``capacity`` bytes, one per ordered pair; then (local backend) two *windows* of
 ``capacity`` bytes per rank, which every rank may read: the ``shm_direct`` all-reduce stages its
 chunks there (``parlab.comm.direct``). Rank r's barrier counter for it is slot BARRIER of the
-unused diagonal line (r, r).
+unused diagonal line (r, r); the line's other slots carry what ``shm_direct`` tells the peers
+about the rank's own memory (its pid, where its buffer is: ``Arena.line``).
 """
 
 from __future__ import annotations
@@ -98,6 +99,11 @@ class Arena:
     def barrier_count(self, rank: int) -> np.ndarray:
         """A one-element int64 view: how many shm_direct barriers ``rank`` has entered."""
         return self._read[rank, rank, BARRIER:BARRIER + 1]
+
+    def line(self, rank: int) -> np.ndarray:
+        """Rank ``rank``'s own line (LINE // 8 int64): it writes, every rank reads. Slot BARRIER
+        is its barrier counter; ``parlab.comm.direct`` names the others."""
+        return self._read[rank, rank]
 
     def close(self) -> None:
         self.status = self._rings = self._read = None

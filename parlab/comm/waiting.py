@@ -15,6 +15,8 @@ a bounded spin, then a blocking wait):
   more tasks are runnable on the machine than it has cores (``/proc/loadavg``'s running count,
   read at each wait that would spin: 4 µs): then a spin only keeps a runnable task, perhaps
   the very peer it waits for, off a core;
+- a rank's communication thread (``progress``) does not spin while its caller computes: the
+  caller needs the core; only while the caller waits for it;
 - ``futex_wait`` / ``futex_wake`` block on a 32-bit word of the shared arena (Linux's futex on
   a shared mapping: the waiter sleeps until a peer that changed the word wakes it), for the
   ``shm_direct`` counters, which have no socket to poll; where there is no futex it sleeps in
@@ -32,6 +34,8 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+
+from .progress import caller_computes
 
 SPIN_S = float(os.environ.get("PARLAB_SPIN", 100e-6))  # seconds a rank spins before it blocks
 WINDOW = 64  # spins judged together
@@ -82,6 +86,8 @@ class WaitPolicy:
 
     def budget(self) -> float:
         """Seconds to spin before blocking, for the wait about to start."""
+        if caller_computes():
+            return 0.0  # a communication thread, while its caller computes on these cores
         if self.resting:
             self.resting -= 1
             return 0.0
