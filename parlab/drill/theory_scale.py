@@ -40,6 +40,7 @@ _SHARDING_ALONE = sharding_alone()
 
 
 RULE = CLAIMS["finetune-bytes-per-param"].value  # the guide's "20n GB for an n-billion model"
+_SEVEN_B = model_state_memory(7e9, "mixed", "adam")  # the guide's nominal "7B model" of 1.10
 
 
 def _per_param(_rng) -> Posed:
@@ -129,8 +130,8 @@ QUESTIONS = [
         wrong=("Yes: 7B x 2 bytes = 14 GB of fp16 weights fits easily",
                "Yes, if the batch size is 1",
                "No, because fp16 cannot represent 7B distinct weights"),
-        why="Weights alone (14 GB) fit; weights + gradients + fp32 master + Adam (16 B/param = 112 GB) "
-            "plus activations do not."),
+        why=f"Weights alone ({_SEVEN_B.weights / 1e9:g} GB) fit; weights + gradients + fp32 master + Adam "
+            f"({_SEVEN_B.bytes_per_param:g} B/param = {_SEVEN_B.total / 1e9:g} GB) plus activations do not."),
     # -- 1.11 N big GPUs --------------------------------------------------------------------
     MultipleChoice(
         "n-gpus-fit", "1.11", "data parallel",
