@@ -32,7 +32,7 @@ def sharding_alone() -> str:
                 for k in ("zero3", "ptd-p"))
     return ("ZeRO-3/FSDP alone does not train 100B+-class models efficiently on those clusters; the published "
             "runs combine it with TP: OPT-175B used FSDP together with Megatron-LM TP = 8 (Zhang et al. 2022, "
-            f"Sec. 2.3), and GPT-3 175B under ZeRO-3 alone ran at {z3:g} TFLOP/s per GPU on {big:,} A100s against "
+            f"Sec. 2.4), and GPT-3 175B under ZeRO-3 alone ran at {z3:g} TFLOP/s per GPU on {big:,} A100s against "
             f"PTD-P's {ptdp:g} (Narayanan et al. 2021, Table 2).")
 
 
