@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from parlab.costmodel import Plan, estimate, get_model, make_cluster, model_state_memory
-from parlab.costmodel.phases import TERMS, one_gpu_walk, step_phases, term_labels
+from parlab.costmodel.phases import TERMS, one_gpu_fit, one_gpu_walk, step_phases, term_labels
 from parlab.costmodel.walls import memory_wall
 
 LLAMA = get_model("llama-7b")
@@ -63,3 +63,16 @@ def test_the_walk_goes_from_the_zero_paper_to_the_estimate_term_by_term(fp32_gra
 def test_the_walk_refuses_what_is_not_one_unsharded_gpu():
     with pytest.raises(ValueError, match="one GPU without offload"):
         one_gpu_walk("llama-7b", dp=2)
+
+
+@pytest.mark.parametrize("gpu, recompute", [("a100-80gb", "none"), ("h200", "full"), ("v100-32gb", "full")])
+def test_one_gpu_fit_is_the_walk_s_total_against_the_card(gpu, recompute):
+    fit = one_gpu_fit("llama-7b", gpu, 1, recompute)
+    cluster = make_cluster("dgx-a100", 1, gpu=gpu)
+    est = estimate(LLAMA, cluster, Plan(recompute=recompute, dtype=fit.dtype))
+    assert fit.total == pytest.approx(est.memory_total, rel=1e-12) and fit.capacity == cluster.gpu.memory_bytes
+    assert fit.fits == est.fits and fit.fp32_grads == est.plan.fp32_grads
+    assert fit.dtype == ("fp16" if gpu == "v100-32gb" else "bf16")  # V100 has no bf16 tensor cores
+    assert fit.added("model states") == fit.walk[0].added and fit.added("no such row") == 0
+    # more than chapter 01's memory wall (states + activations): the gradients, step, runtime, allocator
+    assert fit.total > memory_wall("llama-7b", "mixed", "adam", 1, recompute).total

@@ -28,3 +28,21 @@ def test_each_library_of_the_gives_table_is_in_the_framework_table():
     for lib in GIVES:
         assert any(part.strip() in names or any(part.strip() in n for n in names) for part in lib.split("/")), lib
     assert len(gives_rows()[0]) == len(GIVES)
+
+
+#: each run of stack_runs.csv as checked against its source's text (issue 19; the CSV header says how):
+#: run prefix -> (figure, count, the section the figure is printed in)
+CHECKED = {"BLOOM 176B": (156, 384, "Sec. 3.4"), "OPT-175B": (147, 992, "Sec. 2.4"),
+           "GPT-2-like 8B-100B": (15, 400, "Sec. X-B"), "PaLM 540B": (46.2, 6144, "Sec. 4.1 and Table 3"),
+           "Llama 3 405B": (400, 16384, "Sec. 3.3.2 and Table 4")}
+
+
+def test_the_csv_runs_are_the_checked_figures_and_sections_and_its_header_says_how():
+    from parlab.data import source
+
+    rows = read_csv("stack_runs")
+    assert len(rows) == len(CHECKED)
+    for prefix, (figure, count, section) in CHECKED.items():
+        (row,) = [r for r in rows if r["run"].startswith(prefix)]
+        assert (float(row["figure"]), int(row["count"])) == (figure, count) and section in row["source"], row
+    assert "Checked (issue 19)" in source("stack_runs") and "metaseq" in source("stack_runs")

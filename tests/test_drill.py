@@ -10,6 +10,7 @@ import pytest
 
 from parlab import costmodel as cm
 from parlab import schedules
+from parlab.costmodel.phases import one_gpu_walk
 from parlab.costmodel.walls import compute_wall, memory_wall
 from parlab.course import CHAPTERS, GUIDE_QUESTIONS
 from parlab.drill import (
@@ -187,8 +188,8 @@ LIBRARY = {
                                                          efficiency=p["efficiency"])[0],
     "stage3-saving": lambda p: (cm.zero_model_states(p["n_params"], p["dp"], 2).total
                                 - cm.zero_model_states(p["n_params"], p["dp"], 3).total),
-    "fits-one-gpu": lambda p: "yes" if memory_wall(p["model"], "mixed", "adam", 1, p["recompute"]).fit(
-        p["gpu"]).fits_one else "no",
+    "fits-one-gpu": lambda p: "yes" if one_gpu_walk(p["model"], 1, p["recompute"], p["gpu"], dtype=p["dtype"])[-1].total
+    <= cm.get_gpu(p["gpu"]).memory_bytes else "no",
 }
 
 

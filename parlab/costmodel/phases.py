@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from .cluster import make_cluster
 from .estimate import Estimate, estimate
+from .hardware import GPUSpec, get_gpu
 from .memory import model_state_memory
 from .models import ModelSpec, get_model
 from .plan import Plan
@@ -135,7 +136,7 @@ class WalkRow:
 
 
 def one_gpu_walk(model: str | ModelSpec = "llama-7b", micro_batch: int = 1, recompute: str = "none",
-                 gpu: str = "a100-80gb", **plan: object) -> list[WalkRow]:
+                 gpu: str | GPUSpec = "a100-80gb", **plan: object) -> list[WalkRow]:
     """From the ZeRO paper's model states (2 + 2 + 12 B/param, Rajbhandari et al. 2020, Sec. 3.1:
     chapters 00 and 01) to the cost model's memory of one GPU training ``model`` with plain data
     parallelism on one GPU (chapters 06, 09, 11), one term at a time:
@@ -181,6 +182,41 @@ def one_gpu_walk(model: str | ModelSpec = "llama-7b", micro_batch: int = 1, reco
         running += added
         out.append(WalkRow(term, what, added, running, seen.get(term, "")))
     return out
+
+
+@dataclass(frozen=True)
+class OneGpuFit:
+    """Does full training fit one GPU: ``one_gpu_walk``'s last running total (the estimate's memory,
+    every term counted) against the card's bytes. The one answer the course gives (chapters 09, 10
+    and the drill's ``fits-one-gpu``)."""
+
+    walk: tuple[WalkRow, ...]
+    capacity: float
+    dtype: str
+    fp32_grads: bool
+
+    @property
+    def total(self) -> float:
+        return self.walk[-1].total
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.capacity
+
+    def added(self, term: str) -> float:
+        """Bytes the walk's row ``term`` adds (0 for a row the plan does not have)."""
+        return sum(r.added for r in self.walk if r.term == term)
+
+
+def one_gpu_fit(model: str | ModelSpec, gpu: str | GPUSpec = "a100-80gb", micro_batch: int = 1,
+                recompute: str = "none", **plan: object) -> OneGpuFit:
+    """``one_gpu_walk`` of ``model`` on one ``gpu`` and whether its total fits the card. The 16-bit
+    type is bf16 where the card has bf16 tensor cores and fp16 (with loss scaling) where it has not
+    (V100), unless ``plan`` names a ``dtype``."""
+    g = get_gpu(gpu)
+    dtype = str(plan.pop("dtype", "bf16" if g.bf16 else "fp16"))
+    walk = one_gpu_walk(model, micro_batch, recompute, g, dtype=dtype, **plan)
+    return OneGpuFit(tuple(walk), g.memory_bytes, dtype, Plan(dtype=dtype, **plan).fp32_grads)
 
 
 def walk_table(rows: list[WalkRow]) -> tuple[list[list], list[str], dict]:

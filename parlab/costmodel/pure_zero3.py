@@ -6,8 +6,9 @@ clusters; the runs that train at that scale combine sharding with model parallel
 
 * Narayanan et al. 2021, Sec. 5.2, Table 2 (``parlab/data/megatron2021_zero3.csv``): GPT-3 175B,
   batch 1536, ZeRO-3 without model parallelism against PTD-P on 384 / 768 / 1536 A100s.
-* Zhang et al. 2022 (OPT), Sec. 2.3: OPT-175B was trained on 992 A100 80GB GPUs with Fully Sharded
-  Data Parallel *together with* Megatron-LM tensor parallelism (TP = 8).
+* Zhang et al. 2022 (OPT), Sec. 2.4: OPT-175B was trained on 992 A100 80GB GPUs with Fully Sharded
+  Data Parallel *together with* Megatron-LM tensor parallelism (TP = 8: the paper names no degree;
+  metaseq's projects/OPT/download_opt175b.md gives 124 hosts x 8 = 992 shards, 8x tensor parallelism).
 * The cost model: ``search`` over every valid plan, ranked by step time; the rank of the fastest
   plan with ZeRO-3, tp = 1 and pp = 1 is 1 + the number of fitting plans faster than it.
 """
@@ -22,7 +23,7 @@ from .cluster import make_cluster
 from .estimate import Estimate
 from .search import search
 
-OPT_175B = ("Zhang et al. 2022 (OPT), Sec. 2.3: 992 A100 80GB GPUs, Fully Sharded Data Parallel with "
+OPT_175B = ("Zhang et al. 2022 (OPT), Sec. 2.4: 992 A100 80GB GPUs, Fully Sharded Data Parallel with "
             "Megatron-LM tensor parallelism, TP = 8")
 
 

@@ -3,10 +3,16 @@ choosing DP/TP/PP sizes (MT-NLG and BLOOM)."""
 
 from __future__ import annotations
 
-from parlab.costmodel import Plan, bloom_table, make_cluster
+from parlab.costmodel import Plan, bloom_table, get_model, make_cluster, model_state_memory
 from parlab.costmodel.validation import bloom_summary
 
 from .questions import MultipleChoice, Named, Numeric, Posed
+
+
+def llama7b_states() -> float:
+    """LLaMA-7B's model states in mixed precision with Adam (ZeRO paper, 16 B/param): the first row of
+    chapter 09's one-GPU walk, the figure chapters 00 and 01 print."""
+    return model_state_memory(get_model("llama-7b").num_params(), "mixed", "adam").total
 
 
 def _mtnlg_replica(_rng) -> Posed:
@@ -87,6 +93,6 @@ QUESTIONS = [
         wrong=("TP = 8 and PP = 4 like BLOOM",
                "Pipeline parallelism over 32 GPUs",
                "It cannot be trained without 3D parallelism"),
-        why="With ZeRO sharding the 112 GB of model states, a 7B model fits on a node without model "
-            "parallelism (the Open-LLaMA recipe)."),
+        why=f"With ZeRO sharding the {llama7b_states() / 1e9:.1f} GB of model states, a 7B model fits on a node "
+            "without model parallelism (the Open-LLaMA recipe)."),
 ]

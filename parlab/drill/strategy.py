@@ -4,7 +4,7 @@ rules for one GPU, one node and several nodes."""
 from __future__ import annotations
 
 from parlab.costmodel import GPUS, get_model
-from parlab.costmodel.walls import memory_wall
+from parlab.costmodel.phases import one_gpu_fit
 
 from .questions import MultipleChoice, Named, Posed
 
@@ -14,18 +14,25 @@ PLANS = ("data parallel", "tensor parallel", "pipeline parallel", "CPU offload")
 
 
 def _fits_one_gpu(rng) -> Posed:
+    """Answered by ``phases.one_gpu_fit``: chapter 09's one-GPU walk, every term, against the card
+    (the same count chapter 10's one-GPU levers start from)."""
     model, gpu = rng.choice(_MODELS), rng.choice(_GPUS)
     recompute = rng.choice(("none", "full"))
-    wall = memory_wall(model, "mixed", "adam", 1, recompute)
-    fit = wall.fit(gpu)
-    answer = "yes" if fit.fits_one else "no"
+    fit = one_gpu_fit(model, gpu, 1, recompute)
+    answer = "yes" if fit.fits else "no"
+    grads = "fp32" if fit.fp32_grads else "16-bit"
+    gb = [fit.added(t) / 1e9 for t in ("model states", "activations", "fp32 gradients", "optimizer step",
+                                         "runtime buffers", "fragmentation")]
     return Posed(f"Does full training of {model} ({get_model(model).num_params() / 1e9:.3g}B parameters; "
-                 f"mixed precision, Adam, micro-batch 1, recompute {recompute}) fit on one {gpu} "
-                 f"({GPUS[gpu].memory_bytes / 1e9:.3g} GB)?", answer,
-                 f"parlab memory_wall: {wall.states.total / 1e9:.4g} GB of model states + "
-                 f"{wall.activations / 1e9:.3g} GB of activations = {wall.total / 1e9:.4g} GB: {answer}. "
-                 "When it does not fit: CPU offload (ZeRO-Offload) on one GPU, or shard over several.",
-                 {"model": model, "gpu": gpu, "recompute": recompute})
+                 f"{fit.dtype} mixed precision with {grads} gradients, fp32 master weights and Adam, micro-batch 1, "
+                 f"recompute {recompute}) fit on one {gpu} ({fit.capacity / 1e9:.3g} GB)?", answer,
+                 f"parlab one_gpu_fit (chapter 09's one-GPU walk): model states {gb[0]:.4g} GB + activations "
+                 f"{gb[1]:.3g} GB + gradients beyond 16 bits {gb[2]:.3g} GB + the optimizer step's fp32 gradient "
+                 f"copy {gb[3]:.3g} GB + runtime buffers {gb[4]:.3g} GB + fragmentation {gb[5]:.3g} GB = "
+                 f"{fit.total / 1e9:.4g} GB against {fit.capacity / 1e9:.3g} GB: {answer}. When it does not fit: "
+                 "recomputation, 8-bit Adam or LoRA first (chapter 10), then CPU offload (ZeRO-Offload), or shard "
+                 "over several GPUs.",
+                 {"model": model, "gpu": gpu, "recompute": recompute, "dtype": fit.dtype, "grads": grads})
 
 
 QUESTIONS = [
@@ -72,7 +79,8 @@ QUESTIONS = [
             "LoRA/QLoRA for fine-tuning)."),
     Named("fits-one-gpu", "3.3", "memory",
           options=("yes", "no"), make=_fits_one_gpu,
-          why="Model states plus activations against the card's capacity."),
+          why="Every term of the one-GPU walk (chapter 09) against the card's capacity: model states, "
+              "activations, gradients kept in fp32, the optimizer step, runtime buffers and fragmentation."),
     # -- 3.4 one node -------------------------------------------------------------------------------------
     Named("one-node-fits", "3.4", "strategy",
           prompt="One node with several GPUs, and the model fits on one GPU. Which does the guide use "

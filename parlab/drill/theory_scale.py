@@ -32,7 +32,7 @@ def sharding_alone() -> str:
                 for k in ("zero3", "ptd-p"))
     return ("ZeRO-3/FSDP alone does not train 100B+-class models efficiently on those clusters; the published "
             "runs combine it with TP: OPT-175B used FSDP together with Megatron-LM TP = 8 (Zhang et al. 2022, "
-            f"Sec. 2.3), and GPT-3 175B under ZeRO-3 alone ran at {z3:g} TFLOP/s per GPU on {big:,} A100s against "
+            f"Sec. 2.4), and GPT-3 175B under ZeRO-3 alone ran at {z3:g} TFLOP/s per GPU on {big:,} A100s against "
             f"PTD-P's {ptdp:g} (Narayanan et al. 2021, Table 2).")
 
 
@@ -40,6 +40,7 @@ _SHARDING_ALONE = sharding_alone()
 
 
 RULE = CLAIMS["finetune-bytes-per-param"].value  # the guide's "20n GB for an n-billion model"
+_SEVEN_B = model_state_memory(7e9, "mixed", "adam")  # the guide's nominal "7B model" of 1.10
 
 
 def _per_param(_rng) -> Posed:
@@ -129,8 +130,8 @@ QUESTIONS = [
         wrong=("Yes: 7B x 2 bytes = 14 GB of fp16 weights fits easily",
                "Yes, if the batch size is 1",
                "No, because fp16 cannot represent 7B distinct weights"),
-        why="Weights alone (14 GB) fit; weights + gradients + fp32 master + Adam (16 B/param = 112 GB) "
-            "plus activations do not."),
+        why=f"Weights alone ({_SEVEN_B.weights / 1e9:g} GB) fit; weights + gradients + fp32 master + Adam "
+            f"({_SEVEN_B.bytes_per_param:g} B/param = {_SEVEN_B.total / 1e9:g} GB) plus activations do not."),
     # -- 1.11 N big GPUs --------------------------------------------------------------------
     MultipleChoice(
         "n-gpus-fit", "1.11", "data parallel",

@@ -23,7 +23,8 @@ EXTRA = {
                                   "recompute_zh": RECOMPUTE_ZH[p["recompute"]]},
     "gen-tp-layer": lambda p: {"recompute_zh": RECOMPUTE_ZH[p["recompute"]]},
     "gen-zero3-traffic": lambda p: {"recompute_zh": RECOMPUTE_ZH[p["recompute"]]},
-    "fits-one-gpu": lambda p: {"recompute_zh": RECOMPUTE_ZH[p["recompute"]]},
+    "fits-one-gpu": lambda p: {"recompute_zh": RECOMPUTE_ZH[p["recompute"]],
+                               "grads_zh": "fp32 梯度" if p["grads"] == "fp32" else "半精度梯度"},
     "gen-bytes-per-param": lambda p: {"dtype_zh": DTYPE_ZH[p["dtype"]], "optimizer_zh": OPTIMIZER_ZH[p["optimizer"]]},
     "gen-ring-time": lambda p: {"bound_zh": BOUND_ZH[alphabeta.time("all_reduce", "ring", p["ranks"], p["nbytes"],
                                                                     p["alpha"], p["bandwidth"]).bound]},
@@ -98,9 +99,9 @@ ZH: dict[str, dict] = {
         w=("在这一张卡上做张量并行", "用 fp32 避免溢出", "加大批大小"),
         y="全参数训练时只有一张卡就没有东西可以切分，主机内存是富余空间；卸载之前，第 {} 章先算了更便宜的招（重计算、8-bit Adam、微调用 LoRA/QLoRA）。"),
     "fits-one-gpu": dict(
-        p="{model}（{} 参数；混合精度、Adam、微批次 {}、{recompute_zh}）全参数训练能放进一张 {gpu}（{} GB）吗？",
-        y="模型状态加激活，和卡的容量比。",
-        k="parlab memory_wall：{} GB 模型状态 + {} GB 激活 = {} GB。放不下时：单卡用 CPU 卸载（ZeRO-Offload），或者切到多张卡上。"),
+        p="{model}（{} 参数；{dtype} 混合精度、{grads_zh}、fp32 主权重和 Adam、微批次 {}、{recompute_zh}）全参数训练能放进一张 {gpu}（{} GB）吗？",
+        y="单卡逐项表（第 {} 章）的每一项和卡的容量比：模型状态、激活、fp32 梯度、优化器更新、运行时缓冲和碎片。",
+        k="parlab one_gpu_fit（第 {} 章的单卡逐项表）：模型状态 {} GB + 激活 {} GB + 梯度超出 {} 位的部分 {} GB + 优化器更新时的 fp32 梯度副本 {} GB + 运行时缓冲 {} GB + 碎片 {} GB = {} GB，卡的容量 {} GB。放不下时：先用重计算、8-bit Adam 或 LoRA（第 {} 章），再用 CPU 卸载（ZeRO-Offload），或者切到多张卡上。"),
     # -- 3.4 -------------------------------------------------------------------------------------
     "one-node-fits": dict(
         p="一台机器多张卡，模型放得进一张卡。指南先用哪个？",
