@@ -4,7 +4,8 @@ Rajbhandari et al. 2020 ("ZeRO: Memory Optimizations Toward Training Trillion Pa
 Models", Section 5, Figure 1) remove the data-parallel replicas of the model states one by one:
 
     stage 0  plain data parallelism: all-reduce the gradients, every rank updates everything
-    stage 1  P_os     optimizer states sharded: reduce-scatter the gradients after backward,
+    stage 1  P_os     optimizer states sharded: reduce-scatter the gradients (each unit's as
+                      soon as backward has produced it, overlapping the rest of backward),
                       each rank updates its 1/Nd shard, all-gather the updated weights
     stage 2  P_os+g   + gradients sharded: each unit's gradients are reduce-scattered to their
                       owners as soon as backward has produced them; only the owned shard is kept
@@ -123,7 +124,7 @@ class ZeroDataParallel(UnitHooks, nn.Module):
                 self._hooks.append(unit.module.register_forward_hook(self._forward_post(i)))
         self._in_backward = False
         self._reduced = False  # the gradients of a backward reduced, not yet applied by step()
-        self._next_reduce = 0  # stages 2-3: position in _reduce_order of the next reduce-scatter
+        self._next_reduce = 0  # position in _reduce_order of the next unit to reduce
         self.ledger = MemoryLedger(self._walk)
         self.after_backward: dict[str, int] = {}  # what was held once the gradients were reduced
         self.ledger.sample("init")
@@ -181,7 +182,7 @@ class ZeroDataParallel(UnitHooks, nn.Module):
         def hook(param: torch.Tensor) -> None:
             self._begin_backward()
             unit.pending -= 1
-            if unit.pending == 0 and self.stage >= 2:
+            if unit.pending == 0:
                 self._reduce_ready()
         return hook
 
@@ -193,7 +194,10 @@ class ZeroDataParallel(UnitHooks, nn.Module):
             unit = self.units[order[self._next_reduce]]
             if not everything and unit.pending != 0:
                 return
-            self._reduce_scatter(unit)
+            if self.stage >= 2:
+                self._reduce_scatter(unit)
+            else:  # stages 0-1 keep the full gradient: its reduction starts now, ends after backward
+                self._start_reduce(unit)
             self._next_reduce += 1
 
     @torch.no_grad()
@@ -215,25 +219,17 @@ class ZeroDataParallel(UnitHooks, nn.Module):
 
     @torch.no_grad()
     def _finish_backward(self) -> None:
-        """When backward ends: stage 0 all-reduces, stage 1 reduce-scatters the kept full
-        gradients; stages 2-3 reduce what no hook has (unused parameters), in the one order."""
+        """When backward ends: every stage reduces what no hook has (unused parameters), in the
+        one order; stages 0-1 then wait for their reductions (started as each unit's gradient
+        was complete: stage 0 all-reduces, stage 1 reduce-scatters the kept full gradient)."""
         if self.stage == 3:
             for j in self._gather_order:  # units this rank's backward never reached
                 if not self.units[j].seen:
                     self._visit(self.units[j])
-        for u in self.units:
-            if self.stage == 0:
-                if self.world > 1:
-                    with self._named(u, "reducing the gradients of"):
-                        self.comm.all_reduce(u.grad_bucket, inplace=True)
-            elif self.stage == 1:
-                owned = u.grad_bucket[u.lo:u.lo + u.plan.shard]  # (shard,) the owner's slice
-                if self.world > 1:
-                    with self._named(u, "reducing the gradients of"):
-                        owned.copy_(self.comm.reduce_scatter(u.grad_bucket))
-                u.grad_shard = owned
-        if self.stage >= 2:
-            self._reduce_ready(everything=True)
+        self._reduce_ready(everything=True)  # the units no hook has reduced, in the one order
+        if self.stage <= 1:
+            for j in self._reduce_order:
+                self._wait_reduce(self.units[j])
         self._in_backward = False
         self._reduced = True
         self.after_backward = self.ledger.sample("backward end")
