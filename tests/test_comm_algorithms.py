@@ -225,7 +225,7 @@ def direct_broadcasts(comm, path: str) -> dict:
             x = comm.broadcast(x, src=root, inplace=root % 2 == 1)
             t = comm.traffic()["broadcast"]
             y = comm.all_reduce(np.arange(big, dtype=np.float32) % 5 + comm.rank)
-            out[root] = (x.tobytes(), t.bytes_sent, t.bytes_recv, y.tobytes())
+            out[root] = (x.tobytes(), t.bytes_sent, t.bytes_recv, y.tobytes(), t.msgs_sent, t.msgs_recv)
     finally:
         direct._single = agreed
     out["default"] = comm._algorithm("broadcast", None, 4 * big)
@@ -254,6 +254,10 @@ def test_shm_direct_broadcast_gives_every_rank_the_roots_buffer_and_the_modelled
             assert got[root][3] == per_rank[0][root][3]  # the all-reduce after it, bit-identical
             nbytes = len(want)
             assert got[root][1:3] == alphabeta.traffic("broadcast", "shm_direct", n, nbytes, rank, root)
+            # one message per window-sized piece and peer, whichever path: what a rank reports
+            # (chapter 02 prints it) must not depend on what the kernel allows
+            pieces = -(-nbytes // (1 << 16))
+            assert got[root][4:6] == ((n - 1) * pieces, 0) if rank == root else (0, pieces)
     assert {r["default"] for r in per_rank} == {"shm_direct"}  # large, the world, any n
     group = [r["group"] for r in per_rank if "group" in r]
     assert group and all(g == (np.arange(300, dtype=np.float64) + 1).tobytes() for g in group)

@@ -52,7 +52,6 @@ CHUNK_BYTES = int(os.environ.get("PARLAB_DIRECT_CHUNK", 2 << 20))  # bytes of x 
 # slots in turn (at most): few, so that every rank's slots stay in the last-level cache
 SLOTS = int(os.environ.get("PARLAB_DIRECT_SLOTS", 2))
 PUMP_S = 1e-3  # a rank asleep on a counter wakes this often to push its pending sends
-PIECE_BYTES = 4 << 20  # a single-copy reader pushes its pending sends between pieces this big
 # slots of a rank's own line (``Arena.line``; BARRIER is its counter), for single-copy reads
 PID, PROBE_ADDR, PROBE_OK, DATA_ADDR, DATA_BYTES = 0, 1, 2, 3, 5
 assert BARRIER not in (PID, PROBE_ADDR, PROBE_OK, DATA_ADDR, DATA_BYTES)
@@ -222,9 +221,13 @@ class Direct:
 
     def _broadcast_single_copy(self, comm, x: A.Array, root: int) -> A.Array:
         """The root publishes where x is (3g+1) and waits until every peer has copied it straight
-        out of its memory (3g+3), so x stays as it was until then; a peer copies it in pieces,
-        pushing its pending sends between them."""
+        out of its memory (3g+3), so x stays as it was until then. A peer copies it in the pieces
+        the windows would carry, pushing its pending sends between them; both paths count the
+        same messages (one per piece and peer), so what a rank reports does not depend on what
+        its kernel allows."""
         me, sig, acct = self.rank, comm._sig, comm._acct
+        size = A.itemsize(A.dtype_name(x))
+        pieces = [(lo * size, hi * size) for lo, hi in slices(len(A.flat(x)), max(1, self.slot_bytes // size))]
         raw = A.byte_view(x)
         nbytes, start = raw.nbytes, acct.now()
         g = self.chunks
@@ -234,9 +237,10 @@ class Direct:
             line[DATA_ADDR], line[DATA_BYTES] = raw.ctypes.data, nbytes
             self.publish(3 * g + 1)
             self.wait_all(3 * g + 3)
-            for r in range(self.n):
-                if r != me:
-                    acct.message(sig.op, "send", nbytes, r, start, sig.seq)
+            for lo, hi in pieces:
+                for r in range(self.n):
+                    if r != me:
+                        acct.message(sig.op, "send", hi - lo, r, start, sig.seq)
         else:
             self.wait_all(3 * g + 1, (root,))
             line = self.lines[root]
@@ -245,10 +249,9 @@ class Direct:
                     f"broadcast: rank {me} passed {nbytes} bytes but the root, rank {root}, passed "
                     f"{int(line[DATA_BYTES])}: every rank's buffer must have the root's size")
             pid, remote = int(line[PID]), int(line[DATA_ADDR])
-            for lo in range(0, nbytes, PIECE_BYTES):
-                hi = min(nbytes, lo + PIECE_BYTES)
+            for lo, hi in pieces:
                 single_copy.readv(pid, remote + lo, raw.ctypes.data + lo, hi - lo)
+                acct.message(sig.op, "recv", hi - lo, root, start, sig.seq)
                 self.pump()
-            acct.message(sig.op, "recv", nbytes, root, start, sig.seq)
         self.publish(3 * g + 3)
         return x
