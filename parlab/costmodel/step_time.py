@@ -330,7 +330,7 @@ def stage_layer_flops(model: ModelSpec, plan: Plan, stage: str, padded: bool = T
 def _mean_layer_activations(model: ModelSpec, plan: Plan) -> float:
     """Activation bytes of the last stage's mean layer without recompute (what elementwise
     kernels read and write)."""
-    from .plan_memory import _layer_kinds
+    from .plan_memory.activations import _layer_kinds
 
     kinds = _layer_kinds(model, plan, "last")
     per = [(k, activation_bytes_per_layer(model, plan.micro_batch, plan.tp, plan.sequence_parallel, "none",
