@@ -3,9 +3,10 @@
 A shared-memory transport moves a large message in two copies: the sender copies it into a
 shared buffer, the receiver copies it out. Cross-memory attach (Linux 3.2, "CMA") lets the
 receiver copy straight out of the sender's address space in one system call, so the bytes
-cross memory once: what MPICH (``MPIR_CVAR_CH4_SHM_POSIX_IPC``), Open MPI (``smsc/cma``) and
-NCCL's host-side proxies use inside one host for large messages. The local backend's large
-broadcast uses it (``parlab.comm.direct``): every peer reads the root's buffer in place.
+cross memory once: Open MPI's shared-memory transport uses it as its single-copy mechanism for
+large messages (``btl_vader_single_copy_mechanism=cma``; ``smsc/cma`` in Open MPI 5). The local
+backend's large broadcast uses it (``parlab.comm.direct``): every peer reads the root's buffer
+in place.
 
 Where the kernel refuses (no such call, a seccomp filter, Yama's ``ptrace_scope``, another
 user), ``readv`` raises ``OSError`` and the backend keeps its two-copy path; the ranks decide
