@@ -28,9 +28,9 @@ elsewhere the local backend sends messages, ``algorithms.shm_direct_all_reduce``
 
 Where the kernel lets a rank read its peers' memory (``parlab.comm.single_copy``: Linux's
 ``process_vm_readv``), the broadcast skips the window: the root publishes where its buffer is
-and every peer copies it straight into its own, one copy instead of two (what MPICH's and Open
-MPI's CMA paths do for large messages). The ranks try it once per world, all together, and
-keep the windows if any of them cannot.
+and every peer copies it straight into its own, one copy instead of two (Open MPI's
+single-copy path for large messages does the same). The ranks try it once per world, all
+together, and keep the windows if any of them cannot.
 """
 
 from __future__ import annotations
