@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 
 def table(rows: Sequence[Sequence[object]], headers: Sequence[str], align: str = "") -> str:
     """A fixed-width text table. ``align`` has one letter per column, 'l' or 'r' (default:
-    numbers right, text left)."""
-    cells = [[str(h) for h in headers]] + [[_cell(v) for v in row] for row in rows]
+    numbers right, text left). A column of floats shares one number of decimals, as many as its
+    most precise value shows at 4 significant digits ('72.0' under '66.1', not '72')."""
+    decimals = [_decimals([row[i] for row in rows]) for i in range(len(headers))]
+    cells = [[str(h) for h in headers]] + [
+        [_cell(v) if d is None else f"{v:,.{d}f}" for v, d in zip(row, decimals, strict=True)] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     if not align:
         first = rows[0] if rows else [""] * len(headers)
@@ -20,6 +24,16 @@ def table(rows: Sequence[Sequence[object]], headers: Sequence[str], align: str =
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _decimals(column: Sequence[object]) -> int | None:
+    """The decimals a column of finite floats shares (None: another value, or one in exponent form)."""
+    if not column or not all(isinstance(v, float) and math.isfinite(v) for v in column):
+        return None
+    texts = [_cell(v) for v in column]
+    if any("e" in t for t in texts):
+        return None
+    return max(len(t.partition(".")[2]) for t in texts)
 
 
 def _cell(v: object) -> str:

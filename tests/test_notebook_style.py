@@ -14,6 +14,10 @@ files, without running them:
   has the ``parlab-dashboard`` class, or the cell's source calls a ``...Dashboard(``) also stores
   a static picture of its state: an ``image/png`` (or, for a dashboard without a figure, a
   ``text/html``), so a notebook opened before Run All or rendered statically shows it;
+- every stored parlab table fits the notebook's column at 1400x900 with the file browser open:
+  its narrowest layout (text that may not wrap at full length, other text at its longest word,
+  ``CHAR_PX`` a character and ``CELL_PAD_PX`` a cell, as ``parlab.viz.html.min_width_px``
+  estimates it) is at most ``COLUMN_PX`` wide, so no column is hidden past the screen's edge;
 - every stored PNG is crisp: rendered at 2x and shown at its natural width (``width`` metadata
   at most half the PNG's pixel width), as ``parlab.viz.figures`` does.
 """
@@ -30,7 +34,7 @@ import pytest
 
 from parlab.nbtidy import answer_cells
 from parlab.viz.figures import png_size
-from parlab.viz.html import ANSWER_CLASS, CHECK_MARKER, TEXT_WIDTH
+from parlab.viz.html import ANSWER_CLASS, CELL_PAD_PX, CHAR_PX, CHECK_MARKER, COLUMN_PX, TEXT_WIDTH
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted(p for d in ("course", "solutions", "exercises") for p in (ROOT / d).glob("*.ipynb"))
@@ -40,6 +44,9 @@ DASHBOARD_CALL = re.compile(r"\b\w*Dashboard\(")
 DETAILS = re.compile(r"<details\b([^>]*)>(.*?)</details>", re.DOTALL | re.IGNORECASE)
 SUMMARY = re.compile(r"<summary\b.*?</summary>", re.DOTALL | re.IGNORECASE)
 TAG = re.compile(r"<[^>]+>")
+PARLAB_TABLE = re.compile(r'<table class="parlab-table".*?</table>', re.DOTALL)
+TABLE_ROW = re.compile(r"<tr\b.*?</tr>", re.DOTALL)
+TABLE_CELL = re.compile(r'<t[hd] style="([^"]*)">(.*?)</t[hd]>', re.DOTALL)
 
 ids = [str(p.relative_to(ROOT)) for p in NOTEBOOKS]
 
@@ -127,6 +134,27 @@ def missing_pictures(nb) -> list[str]:
     return missing
 
 
+def table_min_width(page: str) -> int:
+    """The estimated px of a stored ``<table class="parlab-table">`` at its narrowest."""
+    widths: list[int] = []
+    for row in TABLE_ROW.findall(page):
+        cells = [(style, _plain(value)) for style, value in TABLE_CELL.findall(row)]
+        need = [len(v) if "nowrap" in style else max((len(w) for w in v.split()), default=0) for style, v in cells]
+        widths = [max(a, b) for a, b in zip(widths, need, strict=True)] if widths else need
+    return sum(CHAR_PX * w + CELL_PAD_PX for w in widths)
+
+
+def wide_tables(nb) -> list[str]:
+    """The stored parlab tables of ``nb`` wider than the notebook column (``COLUMN_PX``)."""
+    out = []
+    for i, cell in enumerate(nb.cells):
+        for o in cell.get("outputs", []):
+            for page in PARLAB_TABLE.findall(_text(o.get("data", {}).get("text/html", ""))):
+                if (w := table_min_width(page)) > COLUMN_PX:
+                    out.append(f"cell {i}: a table {w} px wide at least (the column holds {COLUMN_PX} px)")
+    return out
+
+
 def blurry_pngs(nb) -> list[str]:
     """The stored PNGs of ``nb`` not shown at half their pixel width or less."""
     blurry = []
@@ -168,6 +196,12 @@ def test_check_yourself_answers_are_hidden_until_clicked(path):
 def test_every_dashboard_cell_stores_a_static_picture(path):
     missing = missing_pictures(nbformat.read(path, as_version=4))
     assert not missing, "\n".join(missing)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_every_stored_table_fits_the_column_at_1400x900(path):
+    problems = wide_tables(nbformat.read(path, as_version=4))
+    assert not problems, f"{path.name} (re-execute it, or shorten the table's text):\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
@@ -259,3 +293,18 @@ def test_a_png_shown_wider_than_half_its_pixels_is_caught():
 
     assert blurry_pngs(_nb([cell(w // 2)])) == []
     assert len(blurry_pngs(_nb([cell(w // 2 + 1), cell(None)]))) == 2
+
+
+def test_a_stored_table_wider_than_the_column_is_caught_and_a_wrapping_one_is_not():
+    from parlab.viz.html import html_table
+
+    headers = [f"column {i}" for i in range(9)]
+    rows = [[f"a value of {i} in row {r} here" for i in range(9)] for r in range(3)]
+    wide = html_table(rows, headers).replace('">a value', ';white-space:nowrap">a value')  # as before
+    assert len(wide_tables(_nb([_cell_with_html(wide)]))) == 1
+    assert wide_tables(_nb([_cell_with_html(html_table(rows, headers))])) == []
+
+
+def _cell_with_html(page: str):
+    out = nbformat.v4.new_output("display_data", data={"text/html": page, "text/plain": "t"})
+    return nbformat.v4.new_code_cell("show_table(rows, headers)", outputs=[out])

@@ -2,7 +2,7 @@
 
 import pytest
 
-from parlab.tables import human_bytes, human_ibytes, human_rate, human_seconds, plural
+from parlab.tables import human_bytes, human_ibytes, human_rate, human_seconds, plural, table
 
 
 @pytest.mark.parametrize("seconds, text", [
@@ -39,3 +39,14 @@ def test_decimal_bytes_auto_unit():
                                            (2, "chunk", "2 chunks")])
 def test_plurals_agree_with_counts(n, word, text):
     assert plural(n, word) == text
+
+
+def test_a_column_of_floats_shares_its_decimals():
+    # parlab search's memory and step columns: 72 under 66.1, 76.9 under 75.59, before
+    text = table([[1, 66.1, 75.59, 12345.0], [2, 72.0, 76.9, 0.5]], ["#", "memory", "step", "big"])
+    lines = text.splitlines()
+    assert lines[2].split() == ["1", "66.1", "75.59", "12,345.0"]
+    assert lines[3].split() == ["2", "72.0", "76.90", "0.5"]
+    # a column that needs an exponent, or mixes in text, keeps each value's own form
+    assert table([[1e-9], [2.5]], ["x"]).splitlines()[2:] == ["1e-09", "  2.5"]
+    assert table([["-"], [2.5]], ["x"]).splitlines()[2:] == ["-", "2.5"]

@@ -18,12 +18,16 @@ from parlab.viz.figures import (
 from parlab.viz.html import (
     ANSWER_CLASS,
     CHECK_MARKER,
+    COLUMN_PX,
     TEXT_WIDTH,
+    WRAP_AFTER,
     CheckYourself,
     Table,
     check_yourself,
     html_table,
+    min_width_px,
     text_table,
+    wrap_limit,
     wrap_text,
 )
 
@@ -117,6 +121,17 @@ def test_short_values_never_wrap_and_everything_is_escaped():
                       ["time", "tag", "what"])
     assert page.count("white-space:nowrap") == 2 + 3  # the two short cells and the three headers
     assert "&lt;b&gt;" in page and "<b>" not in page
+
+
+def test_a_table_wider_than_the_column_lets_shorter_text_wrap_until_it_fits():
+    headers = [f"column {i}" for i in range(9)]
+    rows = [[f"a value of {i} in row {r} here" for i in range(9)] for r in range(3)]  # 26 characters
+    assert wrap_limit([headers] + rows) < 26 < WRAP_AFTER  # 9 x 26 characters do not fit on one line
+    assert min_width_px(rows, headers) <= COLUMN_PX
+    page = html_table(rows, headers)
+    assert page.count("white-space:nowrap") == 9  # the headers only: every value may wrap
+    narrow = html_table([["a sentence of thirty characters", 1]], ["what", "n"])
+    assert narrow.count("white-space:nowrap") == 2 + 2  # fits: nothing of 40 characters or less wraps
 
 
 def test_highlight_last_and_header_alignment():

@@ -30,6 +30,13 @@ TEXT_WIDTH = 110  # no line of a stored text output may be longer (it wraps at 1
 CHECK_MARKER = "parlab-check-yourself"  # CSS class of every check_yourself output (tests look for it)
 ANSWER_CLASS = "parlab-answer"  # CSS class of each collapsed <details> answer
 WRAP_AFTER = 40  # a cell of at most this many characters never wraps in HTML; longer text may
+#: a table at most this wide fits a notebook's output column at 1400x900 with the file browser
+#: open (JupyterLab gives a table 948 px there); a wider one lets shorter text wrap (``wrap_limit``)
+COLUMN_PX = 940
+CHAR_PX = 7  # JupyterLab's 13 px table font, per character on average (chapter 10's guide table
+#              measured 1,311 px wide in Chromium where ``min_width_px`` estimated 1,307)
+CELL_PAD_PX = 20  # 10 px of padding either side of a cell
+MIN_WRAP = 8  # text of at most this many characters never wraps, however wide the table
 
 Format = str | Callable[[Any], str] | None
 Formats = Sequence[Format] | Mapping[str | int, Format] | None
@@ -103,6 +110,31 @@ def _cells(rows, headers, formats) -> tuple[list[list[str]], list[list[bool]], l
     return text, num, cols
 
 
+def _min_width(grid: list[list[str]], limit: int) -> int:
+    """Estimated px of the narrowest layout of ``grid`` (header row first) when text of at most
+    ``limit`` characters never wraps and longer text wraps at spaces: per column its widest
+    unbreakable piece, at ``CHAR_PX`` a character, plus ``CELL_PAD_PX``."""
+    def piece(v: str) -> int:
+        return len(v) if len(v) <= limit else max((len(w) for w in v.split()), default=0)
+
+    return sum(CHAR_PX * max(piece(row[c]) for row in grid) + CELL_PAD_PX for c in range(len(grid[0])))
+
+
+def wrap_limit(grid: list[list[str]]) -> int:
+    """The longest text (in characters) that keeps to one line in ``html_table``: ``WRAP_AFTER``
+    when the table then fits ``COLUMN_PX``, else the largest limit down to ``MIN_WRAP`` that fits
+    (``MIN_WRAP`` when none does; the output area scrolls)."""
+    return next((n for n in range(WRAP_AFTER, MIN_WRAP, -1) if _min_width(grid, n) <= COLUMN_PX), MIN_WRAP)
+
+
+def min_width_px(rows: Sequence[Sequence[Any]], headers: Sequence[str], formats: Formats = None) -> int:
+    """How wide ``html_table`` draws this table at the least, in px (estimated: ``CHAR_PX`` per
+    character), with the wrapping it chooses: at most ``COLUMN_PX`` unless words alone are wider."""
+    text, _, _ = _cells(rows, headers, formats)
+    grid = [[str(h) for h in headers]] + text
+    return _min_width(grid, wrap_limit(grid))
+
+
 def html_table(rows: Sequence[Sequence[Any]], headers: Sequence[str], formats: Formats = None, *,
                highlight_last: bool = False, caption: str | None = None) -> str:
     """An HTML ``<table>`` of ``rows`` under ``headers``.
@@ -113,15 +145,18 @@ def html_table(rows: Sequence[Sequence[Any]], headers: Sequence[str], formats: F
     Formats apply to numbers only. Numbers are right-aligned, other values left-aligned, by
     Python type; a header is right-aligned over an all-number column. No value of up to
     ``WRAP_AFTER`` characters wraps (``white-space: nowrap``), so "349 ms" never breaks; longer
-    text (a sentence of description) may wrap. Put units in the headers
+    text (a sentence of description) may wrap. A table that would then be wider than
+    ``COLUMN_PX`` lets shorter text wrap too, down to ``MIN_WRAP`` characters (``wrap_limit``),
+    so it fits the notebook's column at 1400x900 instead of scrolling. Put units in the headers
     ("memory (GB)"). ``highlight_last`` sets the last row in bold under a rule (a total);
     ``caption`` is a line above the table. Every value is HTML-escaped.
     """
     text, num, cols = _cells(rows, headers, formats)
+    limit = wrap_limit([[str(h) for h in headers]] + text)
 
     def cell(tag: str, value: str, right: bool, extra: str = "") -> str:
         align = "right" if right else "left"
-        wrap = "" if len(value) > WRAP_AFTER else ";white-space:nowrap"
+        wrap = "" if len(value) > limit else ";white-space:nowrap"
         return (f'<{tag} style="text-align:{align};padding:2px 10px{wrap}{extra}">'
                 f"{html_lib.escape(value)}</{tag}>")
 
