@@ -182,13 +182,19 @@ def lab(tmp_path_factory):
                 time.sleep(0.5)
         yield base, token
     finally:
-        try:  # shuts down the kernels too
+        # the server shuts its kernels down too; on a busy machine that takes a while, so each
+        # step waits generously, and a server that still lives is killed: never left behind
+        try:
             req = urllib.request.Request(f"{base}/api/shutdown?token={token}", method="POST")
-            urllib.request.urlopen(req, timeout=10)
-            server.wait(timeout=30)
+            urllib.request.urlopen(req, timeout=60)
+            server.wait(timeout=120)
         except Exception:
             server.terminate()
-            server.wait(timeout=30)
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
         log.close()
 
 
