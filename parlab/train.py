@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         # the same on every rank of a torchrun job: said once, by rank 0 (or where RANK is bad)
         rank = os.environ.get("RANK", "").strip()
         if not torchrun or not rank.isdigit() or int(rank) == 0:
-            print(f"parlab.train: {err}", file=sys.stderr, flush=True)
+            refuse(err, args.wide)
         elif "TORCHELASTIC_RUN_ID" in os.environ:
             wait_for_torchrun_stop(args.timeout)
         return 2
@@ -248,12 +248,20 @@ def main(argv: list[str] | None = None) -> int:
                 launch(this.cli_worker, plan.world, config, plan, args.steps, checkpoint, progress,
                        fault, backend=args.backend, timeout=args.timeout, stream=True)
         except CommError as err:
-            print(f"parlab.train: the run failed: {err}", file=sys.stderr)
+            refuse(f"the run failed: {err}", args.wide)
             return 1
     except (ValueError, FileNotFoundError) as err:
-        print(f"parlab.train: {err}", file=sys.stderr)
+        refuse(err, args.wide)
         return 2
     return 0
+
+
+def refuse(err, wide: bool) -> None:
+    """One message on stderr: 'parlab.train: ' and the error, folded at 100 columns (its
+    continuation lines indented two spaces) unless ``--wide``."""
+    from parlab.cli.fit import fit
+
+    print(fit(f"parlab.train: {err}", wide=wide), file=sys.stderr, flush=True)
 
 
 def wait_for_torchrun_stop(timeout: float) -> None:

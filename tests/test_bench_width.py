@@ -1,7 +1,8 @@
 """Every bench's output fits 100 columns (issue 20 item 7): ``bench widgets``, ``ddp``,
 ``pipeline`` and ``zero`` printed with slow, many-digit figures (their measurements replaced by
 fixed results: the layout is under test, not the machine; pipeline's tables alone, the whole run
-is tests/test_bench_pipeline.py's), and ``--wide`` keeps every column."""
+is tests/test_bench_pipeline.py's), and ``--wide`` keeps every column; ``bench widgets`` says
+what it times, then shows a progress bar while it runs (about 2.5 minutes)."""
 
 from __future__ import annotations
 
@@ -88,3 +89,11 @@ def test_bench_widgets_leaves_out_a_column_and_wide_keeps_it(fake_widgets, capsy
     assert "max (ms)" not in header and "(max (ms) left out to fit 100 columns: --wide shows them)" in narrow
     wide = lines_of(capsys, ["bench", "widgets", "--repeats", "1", "--wide"])
     assert "max (ms)" in next(line for line in wide if line.startswith("dashboard"))
+
+
+def test_bench_widgets_says_first_what_it_times_and_shows_its_progress(fake_widgets, capsys):
+    main(["bench", "widgets", "--repeats", "1"])
+    out, err = capsys.readouterr()
+    assert out.startswith("one update of each dashboard (1 timed;")
+    assert "bench widgets" in err and all(name in err for name in
+                                          ["MemoryWallDashboard", "AdvisorDashboard"]), err

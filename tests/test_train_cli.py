@@ -48,6 +48,16 @@ def run(cmd: list[str], tmp_path: Path, timeout: float = 240) -> subprocess.Comp
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def message_of(err: str) -> str:
+    """stderr's one message, unfolded: 'parlab.train: ...' folded at 100 columns, each
+    continuation line indented two spaces (a line of its own, or wider, fails)."""
+    first, *rest = err.rstrip("\n").split("\n")
+    assert err.endswith("\n") and first.startswith("parlab.train: "), err
+    assert all(line.startswith("  ") and not line.startswith("   ") for line in rest), err
+    assert max(map(len, [first, *rest])) <= 100, err
+    return " ".join([first, *(line.strip() for line in rest)])
+
+
 def losses(path: Path) -> dict[int, float]:
     return {row["step"]: row["loss"] for row in map(json.loads, path.read_text().splitlines())}
 
@@ -109,7 +119,17 @@ def test_killed_mid_training_resumes_the_same_loss_curve(reference, tmp_path, mo
 ])
 def test_bad_input_exits_2_naming_the_rule(argv, message, capsys):
     assert main(argv) == 2
-    assert message in capsys.readouterr().err
+    assert message in message_of(capsys.readouterr().err)
+
+
+def test_a_long_message_folds_at_100_columns_and_wide_keeps_one_line(capsys):
+    argv = ["--steps", "1", "--batch-size", "8", "--pp", "2", "--micro-batches", "3"]
+    assert main(argv) == 2
+    folded = capsys.readouterr().err
+    assert main([*argv, "--wide"]) == 2
+    wide = capsys.readouterr().err
+    assert folded.count("\n") > 1 and wide.count("\n") == 1 and len(wide) > 101
+    assert message_of(folded) == wide.rstrip("\n")
 
 
 def test_a_grid_that_is_not_the_torchrun_world_size_is_refused(monkeypatch, capsys):
@@ -117,13 +137,13 @@ def test_a_grid_that_is_not_the_torchrun_world_size_is_refused(monkeypatch, caps
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     assert main(["--dp", "2", "--tp", "2", "--pp", "2", "--steps", "1"]) == 2
-    assert "dp x tp x pp must equal the world size: dp=2 x tp=2 x pp=2 = 8, world size 4" in capsys.readouterr().err
+    assert "dp x tp x pp must equal the world size: dp=2 x tp=2 x pp=2 = 8, world size 4" in message_of(capsys.readouterr().err)
 
 
 def test_resume_from_an_empty_directory_is_an_error(tmp_path, capsys):
     argv = ["--steps", "1", "--checkpoint-dir", str(tmp_path), "--resume", "--quiet"]
     assert main(argv) == 2  # before any process starts
-    assert "no complete checkpoint" in capsys.readouterr().err
+    assert "no complete checkpoint" in message_of(capsys.readouterr().err)
 
 
 # ------------------------------------------------------------------ refused before any rank starts
@@ -164,7 +184,7 @@ def test_bad_arguments_exit_2_with_one_line_before_any_rank_starts(argv, message
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1, err
+    assert message in message_of(err), err
 
 
 @pytest.mark.parametrize("env, argv, message", [
@@ -182,7 +202,7 @@ def test_bad_torchrun_input_exits_2_before_joining_the_group(env, argv, message,
         monkeypatch.setenv(k, v)
     assert main(["--steps", "1", *argv]) == 2
     err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1, err
+    assert message in message_of(err), err
 
 
 def test_an_argparse_error_is_one_usage_line(capsys):
@@ -232,7 +252,7 @@ def test_flag_mistakes_are_one_line_before_torch_is_imported(tmp_path):
                           timeout=120)
     results, torch_loaded = json.loads(done.stdout)
     for (argv, message), (rc, err) in zip(cases, results, strict=True):
-        assert rc == 2 and message in err and err.count("\n") == 1, (argv, err)
+        assert rc == 2 and message in message_of(err), (argv, err)
     assert not torch_loaded
 
 
@@ -245,20 +265,20 @@ def test_under_torchrun_a_flag_mistake_is_said_once_by_rank_0(monkeypatch, capsy
             monkeypatch.setenv(k, v)
         assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "dp x tp x pp must equal the world size" in err, err
+    assert "dp x tp x pp must equal the world size" in message_of(err), err
 
 
 def test_a_fresh_run_over_old_checkpoints_exits_2(tmp_path, no_ranks, capsys):
     (tmp_path / "step-00000002").mkdir()
     assert main(["--steps", "1", "--checkpoint-dir", str(tmp_path), "--save-every", "1"]) == 2
-    assert "already holds checkpoints (latest: step 2)" in capsys.readouterr().err
+    assert "already holds checkpoints (latest: step 2)" in message_of(capsys.readouterr().err)
 
 
 def test_resume_on_a_file_path_says_it_is_a_file(tmp_path, no_ranks, capsys):
     f = tmp_path / "ckpt"
     f.write_text("")
     assert main(["--steps", "1", "--checkpoint-dir", str(f), "--resume"]) == 2
-    assert f"--checkpoint-dir {f} is a file, not a directory" in capsys.readouterr().err
+    assert f"--checkpoint-dir {f} is a file, not a directory" in message_of(capsys.readouterr().err)
 
 
 def test_a_directory_held_by_another_run_exits_2(tmp_path, no_ranks, capsys):
@@ -267,7 +287,7 @@ def test_a_directory_held_by_another_run_exits_2(tmp_path, no_ranks, capsys):
     with DirectoryLock(tmp_path):
         assert main(["--steps", "1", "--checkpoint-dir", str(tmp_path), "--save-every", "1"]) == 2
     assert f"checkpoint directory {tmp_path} is in use by another run (pid {os.getpid()}" in \
-        capsys.readouterr().err
+        message_of(capsys.readouterr().err)
 
 
 def test_two_trainers_on_one_directory_one_wins_and_owns_every_file(tmp_path):
@@ -284,7 +304,8 @@ def test_two_trainers_on_one_directory_one_wins_and_owns_every_file(tmp_path):
     codes = [p.returncode for p in procs]
     assert sorted(c == 0 for c in codes) == [False, True], outs
     winner, loser = (0, 1) if codes[0] == 0 else (1, 0)
-    assert ("in use by another run" in outs[loser][1] or "already holds checkpoints" in outs[loser][1]), outs
+    said = " ".join(outs[loser][1].split())  # the rank's error, with its traceback, folded
+    assert "in use by another run" in said or "already holds checkpoints" in said, outs
     assert complete_steps(ckpt) == [1, 2]
     runs = set()
     for step in (1, 2):

@@ -36,8 +36,16 @@ def test_under_torchrun_a_wrong_nproc_is_one_line_by_rank_0_before_torchruns_rep
     done = run_torchrun(["-m", "parlab.train", "--dp", "2", "--tp", "2", "--steps", "1"], 2,
                         timeout=100, cwd=ROOT)
     assert done.returncode != 0
-    ours = [line for line in done.stderr.splitlines() if line.startswith("parlab.train:")]
-    assert len(ours) == 1 and "start it with --nproc_per_node=4" in ours[0], done.stderr
+    lines = done.stderr.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("parlab.train:")]
+    assert len(starts) == 1, done.stderr  # said once, folded at 100 columns
+    folded = [lines[starts[0]]]
+    for line in lines[starts[0] + 1:]:
+        if not line.startswith("  ") or len(line) > 100:
+            break
+        folded.append(line)
+    ours = [" ".join(line.strip() for line in folded)]
+    assert "start it with --nproc_per_node=4" in ours[0], done.stderr
     cause = done.stderr.split("Root Cause", 1)[-1]
     assert re.search(r"rank\s*: 0 \(local_rank: 0\)\s+exitcode\s*: 2\b", cause), done.stderr
-    assert done.stderr.index(ours[0]) < done.stderr.index("ChildFailedError")
+    assert done.stderr.index(folded[0]) < done.stderr.index("ChildFailedError")

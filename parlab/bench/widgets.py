@@ -59,12 +59,18 @@ def dashboards():
 
 
 def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
     from parlab.cli.fit import dropped_note, fit_table
 
     if args.repeats < 1:
         raise ValueError(f"--repeats must be a positive integer, got {args.repeats}")
     rows, slow = [], []
-    for name, factory, control, values, target in dashboards():
+    print(f"one update of each dashboard ({args.repeats} timed; median and max of the whole update, "
+          f"render at 2x):", flush=True)
+    bar = tqdm(dashboards(), desc="bench widgets", unit="dashboard", leave=False)
+    for name, factory, control, values, target in bar:
+        bar.set_postfix_str(name)
         t0 = time.perf_counter()
         dash = factory()
         first = time.perf_counter() - t0
@@ -83,7 +89,5 @@ def run(args: argparse.Namespace) -> int:
     text, dropped = fit_table(rows, ["dashboard", "first (ms)", "compute (ms)", "render (ms)", "median (ms)",
                                      "max (ms)", "target (ms)", ""], "lrrrrrrl", droppable=["max (ms)"],
                               wide=getattr(args, "wide", False))
-    print(f"one update of each dashboard ({args.repeats} timed; median and max of the whole update, "
-          f"render at 2x):")
     print(text + ("\n" + dropped_note(dropped) if dropped else ""))
     return 1 if slow else 0
