@@ -57,11 +57,12 @@ def _train(engine, comm, steps: int = K, opt=None):
     return engine
 
 
-def _zero(comm, stage, dtype="fp32", offload=None):
+def _zero(comm, stage, dtype="fp32", offload=None, **kwargs):
     from parlab.parallel.model import GPTConfig, TinyGPT
 
     model = TinyGPT(GPTConfig(seed=comm.rank))  # the broadcast makes every replica rank 0's (seed 0)
-    engine = _train(ZeroDataParallel(model, comm, stage, dtype=dtype, lr=LR, offload=offload), comm)
+    engine = _train(ZeroDataParallel(model, comm, stage, dtype=dtype, lr=LR, offload=offload,
+                                     **kwargs), comm)
     full = engine.full_parameters()
     return engine, full
 
@@ -80,7 +81,11 @@ def _group_checks(comm, serial, mixed: bool) -> dict:
     for stage in (0, 1, 2, 3):
         engine, full = _zero(comm, stage)
         out[stage] = {"vs_serial": _err(full, serial), "vs_ddp": _err(full, ddp_params),
-                      "working_vs_master": _err(engine.module.parameters(), full) if stage < 3 else 0.0}
+                      "working_vs_master": _err(engine.module.parameters(), full) if stage < 3 else 0.0,
+                      "buckets": engine.buckets}
+    for stage in (0, 1, 2):  # a bucket per unit: the same update as one bucket for the model
+        engine, full = _zero(comm, stage, bucket_cap_mb=1e-6)
+        out[stage].update(unbucketed_vs_serial=_err(full, serial), unbucketed=engine.buckets)
     if mixed:
         runs = {s: _zero(comm, s, "bf16")[1] for s in (1, 2, 3)}
         off = {s: _zero(comm, s, "bf16", o) for s, o in ((2, "optimizer"), (3, "optimizer+params"))}
@@ -344,6 +349,12 @@ def test_bad_configuration_is_named(stage, dtype, offload, message):
         ZeroDataParallel(torch.nn.Linear(2, 2), None, stage, dtype=dtype, offload=offload)
 
 
+def test_a_bucket_cap_that_is_not_a_positive_size_is_named_before_any_communication():
+    for cap, message in ((0, "bucket_cap_mb must be > 0"), (float("inf"), "must be finite")):
+        with pytest.raises(ValueError, match=message):
+            ZeroDataParallel(torch.nn.Linear(2, 2), None, 1, bucket_cap_mb=cap)
+
+
 # ---------------------------------------------------------------------------- equivalence
 def test_every_stage_equals_serial_training_and_ddp_for_dp_1_to_4(results):
     _, ranks = results
@@ -357,6 +368,18 @@ def test_every_stage_equals_serial_training_and_ddp_for_dp_1_to_4(results):
                 assert g[stage]["vs_ddp"] < ATOL, (g["dp"], stage, g[stage])
                 assert g[stage]["working_vs_master"] == 0.0  # fp32: the working copy is the master
     assert seen == {1, 2, 3, 4}
+
+
+def test_stages_0_to_2_reduce_and_gather_a_bucket_of_units_at_a_time(results):
+    """TinyGPT (0.4 MB) fits DDP's default 25 MiB bucket: one bucket, last block first and the
+    root last; a cap below a unit's size gives a bucket per unit, and the same update."""
+    _, ranks = results
+    for r in ranks:
+        for g in r["groups"]:
+            for stage in (0, 1, 2):
+                assert g[stage]["buckets"] == [["blocks.1", "blocks.0", ""]], g[stage]["buckets"]
+                assert g[stage]["unbucketed"] == [["blocks.1"], ["blocks.0"], [""]]
+                assert g[stage]["unbucketed_vs_serial"] < ATOL, (g["dp"], stage, g[stage])
 
 
 def test_mixed_precision_stages_agree_and_offload_changes_nothing(results):

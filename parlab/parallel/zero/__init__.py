@@ -6,6 +6,7 @@ gradients and parameters removed one stage at a time (Rajbhandari et al. 2020), 
     config.py    the rules of a ZeRO configuration (stage, precision, offload)
     offload.py   one shard's fp32 master + AdamW, on the device or offloaded to the host
     hooks.py     where stage 3 gathers and frees its units; the loss-scaling identity
+    buckets.py   stages 0-2's reductions and all-gathers, a bucket of units per collective
     stages.py    ZeroDataParallel: ZeRO stages 0-3, mixed precision, offload
     measure.py   a ZeRO step's bytes held and sent beside the cost model's
 """

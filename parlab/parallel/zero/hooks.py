@@ -33,36 +33,6 @@ class UnitHooks:
                 f"(a unit used on some ranks only? ZeRO-3 needs every rank to run and backpropagate "
                 f"every unit in the same order; stages 0-2 do not)") from err
 
-    # ---------------------------------------------------------------- stages 0-1: reduce early
-    def _start_reduce(self, unit: Unit) -> None:
-        """Stages 0-1: start the reduction of the unit's full gradient (stage 0 an all-reduce in
-        place, stage 1 a reduce-scatter) as soon as backward has produced it, in the background
-        where the communicator can, so it overlaps the rest of backward as DDP's buckets do
-        (Li et al. 2020, Sec. 3.2.3); ``_wait_reduce`` takes its result when backward ends."""
-        if self.world == 1:
-            return
-        asynchronous = supports_async(self.comm)
-        with self._named(unit, "reducing the gradients of"):
-            if self.stage == 0:
-                unit.reducing = (self.comm.all_reduce(unit.grad_bucket, inplace=True, async_op=True)
-                                 if asynchronous else _Done(self.comm.all_reduce(unit.grad_bucket, inplace=True)))
-            else:
-                unit.reducing = (self.comm.reduce_scatter(unit.grad_bucket, async_op=True)
-                                 if asynchronous else _Done(self.comm.reduce_scatter(unit.grad_bucket)))
-
-    def _wait_reduce(self, unit: Unit) -> None:
-        """Stages 0-1: the unit's reduced gradient in place (stage 1: the owned slice of the full
-        bucket, which is the unit's ``grad_shard``)."""
-        owned = unit.grad_bucket[unit.lo:unit.lo + unit.plan.shard]  # (shard,) the owner's slice
-        if unit.reducing is not None:
-            with self._named(unit, "reducing the gradients of"):
-                done = unit.reducing.wait()  # stage 0: the bucket itself; 1: (shard,)
-            unit.reducing = None
-            if self.stage == 1:
-                owned.copy_(done)
-        if self.stage == 1:
-            unit.grad_shard = owned
-
     # ---------------------------------------------------------------- stage 3: gather and free
     def _start_gather(self, unit: Unit, asynchronous: bool) -> None:
         if unit.gathered:

@@ -4,9 +4,10 @@ Rajbhandari et al. 2020 ("ZeRO: Memory Optimizations Toward Training Trillion Pa
 Models", Section 5, Figure 1) remove the data-parallel replicas of the model states one by one:
 
     stage 0  plain data parallelism: all-reduce the gradients, every rank updates everything
-    stage 1  P_os     optimizer states sharded: reduce-scatter the gradients (each unit's as
-                      soon as backward has produced it, overlapping the rest of backward),
-                      each rank updates its 1/Nd shard, all-gather the updated weights
+    stage 1  P_os     optimizer states sharded: reduce-scatter the gradients (a bucket of
+                      units as soon as backward has produced it, overlapping the rest of
+                      backward), each rank updates its 1/Nd shard, all-gather the updated
+                      weights (``buckets``)
     stage 2  P_os+g   + gradients sharded: each unit's gradients are reduce-scattered to their
                       owners as soon as backward has produced them; only the owned shard is kept
     stage 3  P_os+g+p + parameters sharded: each unit is all-gathered just before its forward
@@ -47,16 +48,18 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..data_parallel.bucket import cap_bytes
 from ..data_parallel.ddp import broadcast_state, check_same_shapes
 from ..measure import MemoryLedger
 from ..precision import DynamicLossScaler
+from .buckets import BucketCollectives, bucket_units, share_storage
 from .config import DTYPES, FP16_INIT_SCALE, check_zero_args
 from .hooks import UnitHooks, _ScaleGrad
 from .offload import ShardOptimizer, check_adamw
 from .unit import Unit, find_units, replace_params
 
 
-class ZeroDataParallel(UnitHooks, nn.Module):
+class ZeroDataParallel(BucketCollectives, UnitHooks, nn.Module):
     """``module`` trained with ZeRO ``stage`` (0-3) over the data-parallel ranks of ``comm``.
 
     ``dtype``: the working weights and gradients ('fp32', or 'bf16' / 'fp16' with fp32 master
@@ -65,16 +68,19 @@ class ZeroDataParallel(UnitHooks, nn.Module):
     1: master and moments on the host) or 'optimizer+params' (stage 3: the weight shard too).
     ``prefetch`` (stage 3): start the next unit's all-gather before the current one computes.
     ``scaler``: a ``DynamicLossScaler`` (fp16's default: one starting at 2^15; none for fp32 and
-    bf16 unless given). Frozen parameters (``requires_grad=False``) are kept as they are.
+    bf16 unless given). ``bucket_cap_mb`` (MiB, > 0; DDP's default 25): stages 0-1 reduce and
+    stages 1-2 all-gather the units a bucket of about this size at a time (``buckets``).
+    Frozen parameters (``requires_grad=False``) are kept as they are.
     """
 
     def __init__(self, module: nn.Module, comm, stage: int = 1, *, dtype: str = "fp32",
                  lr: float = 3e-3, betas: tuple[float, float] = (0.9, 0.95), eps: float = 1e-8,
                  weight_decay: float = 0.0, offload: str | None = None, prefetch: bool = True,
-                 scaler: DynamicLossScaler | None = None):
+                 scaler: DynamicLossScaler | None = None, bucket_cap_mb: float = 25.0):
         super().__init__()
         check_zero_args(stage, dtype, offload)
         check_adamw(lr, betas, eps, weight_decay)
+        cap = cap_bytes(bucket_cap_mb)
         if not isinstance(module, nn.Module):
             raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
         if scaler is not None and not isinstance(scaler, DynamicLossScaler):
@@ -112,6 +118,12 @@ class ZeroDataParallel(UnitHooks, nn.Module):
         blocks = list(range(int(root), len(self.units)))
         self._reduce_order = blocks[::-1] + [0] * root
         self._gather_order = [0] * root + blocks[::-1]
+        self._buckets = bucket_units(self.units, cap)  # the reduce order, in buckets
+        # stages 2-3 reduce-scatter unit by unit: each unit's full gradient is freed at once
+        self._reduce_buckets = self._buckets if stage <= 1 else [[j] for j in self._reduce_order]
+        self._flats = ([share_storage([self.units[j] for j in b]) for b in self._buckets]
+                       if stage == 0 else [])  # stage 0: a bucket's gradients in one flat buffer
+        self._reducing = []  # stages 0-1: the buckets' reductions in flight (``buckets.Reduction``)
         self._hooks = []
         if stage == 3:  # registered first: runs before the units' own hooks on the root
             self._hooks += [module.register_forward_pre_hook(self._forward_begin),
@@ -124,10 +136,15 @@ class ZeroDataParallel(UnitHooks, nn.Module):
                 self._hooks.append(unit.module.register_forward_hook(self._forward_post(i)))
         self._in_backward = False
         self._reduced = False  # the gradients of a backward reduced, not yet applied by step()
-        self._next_reduce = 0  # position in _reduce_order of the next unit to reduce
+        self._next_reduce = 0  # position in _reduce_buckets of the next bucket to reduce
         self.ledger = MemoryLedger(self._walk)
         self.after_backward: dict[str, int] = {}  # what was held once the gradients were reduced
         self.ledger.sample("init")
+
+    @property
+    def buckets(self) -> list[list[str]]:
+        """The units' names ('' for the root) in each bucket, in the order they are reduced."""
+        return [[self.units[j].name for j in bucket] for bucket in self._buckets]
 
     def forward(self, *args, **kwargs):
         self.ledger.sample("forward start")
@@ -147,6 +164,7 @@ class ZeroDataParallel(UnitHooks, nn.Module):
             grads += [u.grad_bucket, u.grad_shard] + [p.grad for p in u.params]
             states += u.opt.device_tensors()
             host += u.opt.host_tensors()
+        grads += [r.fused for r in self._reducing]  # a bucket's copy while it is reduced
         return {"parameters": params, "gathered": gathered, "gradients": grads,
                 "optimizer states": states, "host": host}
 
@@ -187,17 +205,18 @@ class ZeroDataParallel(UnitHooks, nn.Module):
         return hook
 
     def _reduce_ready(self, everything: bool = False) -> None:
-        """Reduce-scatter the units whose gradients are complete, in the one order (a later
-        unit waits for an earlier one); ``everything``: the rest too (the end of backward)."""
-        order = self._reduce_order
+        """Reduce the buckets whose gradients are complete, in the one order (a later bucket
+        waits for an earlier one): stages 2-3 unit by unit, stages 0-1 a bucket of units at a
+        time (``buckets``); ``everything``: the rest too (the end of backward)."""
+        order = self._reduce_buckets
         while self._next_reduce < len(order):
-            unit = self.units[order[self._next_reduce]]
-            if not everything and unit.pending != 0:
+            units = [self.units[j] for j in order[self._next_reduce]]
+            if not everything and any(u.pending != 0 for u in units):
                 return
             if self.stage >= 2:
-                self._reduce_scatter(unit)
+                self._reduce_scatter(units[0])
             else:  # stages 0-1 keep the full gradient: its reduction starts now, ends after backward
-                self._start_reduce(unit)
+                self._start_reduce(self._next_reduce)
             self._next_reduce += 1
 
     @torch.no_grad()
@@ -228,8 +247,7 @@ class ZeroDataParallel(UnitHooks, nn.Module):
                     self._visit(self.units[j])
         self._reduce_ready(everything=True)  # the units no hook has reduced, in the one order
         if self.stage <= 1:
-            for j in self._reduce_order:
-                self._wait_reduce(self.units[j])
+            self._wait_reductions()
         self._in_backward = False
         self._reduced = True
         self.after_backward = self.ledger.sample("backward end")
@@ -264,9 +282,8 @@ class ZeroDataParallel(UnitHooks, nn.Module):
             for u in self.units:
                 u.opt.step(u.grad_bucket if self.stage == 0 else u.grad_shard, divide_by=divide)
             self.ledger.sample("updated")
-            for u in self.units:
-                if self.stage in (1, 2) and self.world > 1:
-                    self.comm.all_gather(u.opt.working.clone(), out=u.buffer.data)
+            if self.stage in (1, 2) and self.world > 1:
+                self._gather_updated()
         for u in self.units:
             if self.stage <= 1:
                 u.grad_bucket.zero_()

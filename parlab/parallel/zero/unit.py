@@ -38,7 +38,6 @@ class Unit:
         self.grad_shard: torch.Tensor | None = None   # (shard,) the owned, averaged gradient
         self.pending = 0       # gradients this backward still waits for
         self.gathering = None  # the handle of a prefetched all-gather
-        self.reducing = None   # stages 0-1: the handle of the gradient's reduction in flight
         self.gathered = True
         self.seen = False      # stage 3: gathered in this forward (or backward) already
 
