@@ -247,3 +247,29 @@ def test_phase_clock_and_align():
     assert label == "x" and t1 >= t0
     spans = align([[("a", 5.0, 6.0)], [("b", 5.5, 7.0)]])
     assert spans == [[("a", 0.0, 1.0)], [("b", 0.5, 2.0)]]
+
+
+def _with_and_without_counting(comm, cfg, x, y):
+    from parlab.parallel.pipeline_parallel import build_chunks
+    from parlab.parallel.pipeline_parallel.executor import run_schedule
+
+    sched = make_schedule("1f1b", comm.world_size, 4, 1)
+    out = []
+    for count in (True, False):
+        model, chunks = build_chunks(cfg, sched.p, 1, comm.rank)
+        run = run_schedule(comm, sched, model, chunks, x, y, count_activations=count)
+        out.append((run.loss, {n: p.grad.clone() for n, p in model.named_parameters()
+                               if p.grad is not None}, run.peak_bytes, run.peak_held, run.bytes_of,
+                    [op for op, _, _ in run.spans]))
+    return out
+
+
+def test_the_executor_without_activation_counting_computes_the_same_and_counts_nothing():
+    """``count_activations=False`` (bench pipeline's timing against torch, which counts nothing):
+    the same loss and gradients bit for bit, the same ops timed, no activation figures."""
+    x, y = batch()
+    for counted, bare in launch(_with_and_without_counting, 2, CFG, x, y, timeout=60):
+        assert counted[0] == bare[0] and counted[1].keys() == bare[1].keys()
+        assert all(torch.equal(counted[1][n], bare[1][n]) for n in counted[1])
+        assert counted[2] > 0 and counted[3] > 0 and counted[4]
+        assert bare[2:5] == (0, 0, {}) and counted[5] == bare[5]

@@ -45,6 +45,7 @@ Only synchronous (flush) schedules run here; PipeDream's weight stashing and 2BW
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import torch
@@ -152,14 +153,18 @@ class Mailbox:
         return self.early.pop(key)
 
 
-def run_schedule(comm, schedule: Schedule, model, chunks, x: torch.Tensor, y: torch.Tensor) -> StageRun:
+def run_schedule(comm, schedule: Schedule, model, chunks, x: torch.Tensor, y: torch.Tensor, *,
+                 count_activations: bool = True) -> StageRun:
     """One pipelined forward and backward of the batch (x, y) on this rank's ``chunks``;
-    gradients accumulate in ``.grad`` (zero them before). Returns what was measured."""
+    gradients accumulate in ``.grad`` (zero them before). Returns what was measured.
+    ``count_activations=False``: no saved-tensor hooks (a Python call per tensor autograd saves,
+    about 5% of a TinyGPT step), so the activation fields of the result are 0; for timing
+    against an executor that counts nothing (``parlab bench pipeline``)."""
     m, rank, n = schedule.m, comm.rank, schedule.depth
     # m micro-batches of (b/m, s), each its own storage (saved-tensor bytes count storages)
     xs, ys = [t.clone() for t in x.chunk(m)], [t.clone() for t in y.chunk(m)]
     split = schedule.split_backward
-    acts = SavedActivations(model.parameters())
+    acts = SavedActivations(model.parameters()) if count_activations else None
     clock, box = PhaseClock(), Mailbox(comm, schedule)
     inputs, outputs, out_grads = {}, {}, {}
     losses = []
@@ -172,7 +177,7 @@ def run_schedule(comm, schedule: Schedule, model, chunks, x: torch.Tensor, y: to
                     inp = xs[mb]
                 else:
                     inp = box.get(("act", mb, u), schedule.place(u - 1, c)[0]).requires_grad_()
-                with clock.phase(op), acts.tag((mb, c)):
+                with clock.phase(op), (acts.tag((mb, c)) if acts else nullcontext()):
                     if u == n - 1:
                         loss = chunk(inp, ys[mb])
                         losses.append(loss.detach())
@@ -208,6 +213,8 @@ def run_schedule(comm, schedule: Schedule, model, chunks, x: torch.Tensor, y: to
             sent[e.peer] = sent.get(e.peer, 0) + e.nbytes
             messages[e.peer] = messages.get(e.peer, 0) + 1
     loss = float(sum(losses) / m) if losses else None
+    if acts is None:
+        return StageRun(rank, loss, {}, clock.spans, 0, 0, {}, sent, messages)
     return StageRun(rank, loss, {}, clock.spans, acts.peak_bytes, acts.peak_tags,
                     dict(acts.bytes_of), sent, messages)
 

@@ -41,7 +41,8 @@ def torch_pipeline_step(comm, name: str, config: GPTConfig, x: torch.Tensor, y: 
                         m: int, v: int = 1, repeats: int = 1) -> dict:
     """Worker function (torch backend): ``repeats`` steps of torch's schedule ``name`` with m
     micro-batches (v chunks per rank for ``interleaved``) on the batch (x, y), each after a
-    barrier; returns {'loss' (last rank), 'grads' (of the last step), 'seconds' (each step)}."""
+    barrier; returns {'loss' (last rank), 'grads' (of the last step), 'seconds' (each step),
+    'cpu_seconds' (this process's CPU time in each step, ``time.process_time``)}."""
     import torch.distributed as dist
     from torch.distributed.pipelining import PipelineStage
 
@@ -54,22 +55,23 @@ def torch_pipeline_step(comm, name: str, config: GPTConfig, x: torch.Tensor, y: 
     stages = [PipelineStage(chunk, chunk.u, p * v, cpu) for chunk in chunks]
     sched = torch_schedule(name, stages, m)
     first, last = chunks[0].first, chunks[-1].last
-    seconds, losses = [], []
+    seconds, cpu, losses = [], [], []
     for _ in range(repeats):
         for prm in model.parameters():
             prm.grad = None
         losses = []
         dist.barrier()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         kwargs = {"target": y, "losses": losses} if last else {}
         if first:
             sched.step(x, **kwargs)
         else:
             sched.step(**kwargs)
         seconds.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     dist.barrier()
     sync_tied_grads(comm, model, p)
     grads = {n: prm.grad.clone() for n, prm in owned_params(model, chunks).items()
              if prm.grad is not None}
     loss = float(sum(loss.detach() for loss in losses) / len(losses)) if losses else None
-    return {"loss": loss, "grads": grads, "seconds": seconds}
+    return {"loss": loss, "grads": grads, "seconds": seconds, "cpu_seconds": cpu}
