@@ -95,9 +95,9 @@ def ddp_step(model: str | ModelSpec, gpus: int, link: str | LinkSpec, gpu: str |
     n = m.num_params()
     grad_bytes = n * GRAD_BYTES
     k = max(1, math.ceil(grad_bytes / (bucket_mb * MB)))
-    sizes = [grad_bytes / k] * k
-    bucket_s = ([alphabeta.time("all_reduce", "ring", gpus, b, ln.latency, ln.achievable).seconds
-                 for b in sizes] if gpus > 1 else [0.0] * k)
+    one = (alphabeta.time("all_reduce", "ring", gpus, grad_bytes / k, ln.latency, ln.achievable).seconds
+           if gpus > 1 else 0.0)  # k equal buckets: one time, computed once (k can be 10^4)
+    bucket_s = [one] * k
     comm = sum(bucket_s)
     exposed = exposed_communication(bwd, bucket_s) if overlap else comm
     memory = (model_state_memory(n, "mixed", "adam").total + activation_bytes(m, micro_batch)
