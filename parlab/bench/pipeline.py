@@ -10,9 +10,10 @@ its best, so that a change in the machine's load hits both sides alike; parlab's
 without its activation counting (saved-tensor hooks), as torch's counts nothing. Beside each
 best step, the CPU time it took, summed over the ranks (``time.process_time``): where ranks
 outnumber the cores the step is CPU-bound, and the CPU time says what each executor costs
-with less noise than the wall time, which depends on how the OS shares the cores. Then, from parlab's measured per-rank timeline (local backend): the measured bubble
-fraction, the simulator's with equal costs (backward = 2 forwards), and the simulator's with
-the measured mean F/B/W times of each stage, which should be close to the measured one.
+with less noise than the wall time, which depends on how the OS shares the cores. Then, from
+parlab's measured per-rank timeline (local backend): the measured bubble fraction, the
+simulator's with equal costs (backward = 2 forwards), and the simulator's with the measured mean
+F/B/W times of each stage, which should be close to the measured one.
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ def bench_worker(comm, names, cfg, x, y, m: int, repeats: int, with_torch: bool)
             run = run_schedule(comm, sched, model, chunks, x, y, count_activations=False)
             step_cpu = time.process_time() - c0
             comm.barrier()
-            if (i or repeats == 1) and time.perf_counter() - t0 < best:
-                best, cpu = time.perf_counter() - t0, step_cpu
+            seconds = time.perf_counter() - t0
+            if (i or repeats == 1) and seconds < best:
+                best, cpu = seconds, step_cpu
         out[("parlab", name)] = (best, run, cpu)
         if with_torch and name in TORCH_SCHEDULES:
             done = torch_pipeline_step(comm, name, cfg, x, y, m, v, repeats)
