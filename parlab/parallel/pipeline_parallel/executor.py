@@ -213,10 +213,8 @@ def run_schedule(comm, schedule: Schedule, model, chunks, x: torch.Tensor, y: to
             sent[e.peer] = sent.get(e.peer, 0) + e.nbytes
             messages[e.peer] = messages.get(e.peer, 0) + 1
     loss = float(sum(losses) / m) if losses else None
-    if acts is None:
-        return StageRun(rank, loss, {}, clock.spans, 0, 0, {}, sent, messages)
-    return StageRun(rank, loss, {}, clock.spans, acts.peak_bytes, acts.peak_tags,
-                    dict(acts.bytes_of), sent, messages)
+    counted = (acts.peak_bytes, acts.peak_tags, dict(acts.bytes_of)) if acts else (0, 0, {})
+    return StageRun(rank, loss, {}, clock.spans, *counted, sent, messages)
 
 
 def pipeline_step(comm, schedule: Schedule, config: GPTConfig, x: torch.Tensor,

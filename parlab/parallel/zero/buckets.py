@@ -99,10 +99,8 @@ class BucketCollectives:
             return
         offset = 0
         for u in reduction.units:
-            owned = u.grad_bucket[u.lo:u.lo + u.plan.shard]  # (shard,) the owner's slice
-            owned.copy_(done[offset:offset + u.plan.shard])
+            u.grad_shard = u.owned(u.grad_bucket).copy_(done[offset:offset + u.plan.shard])
             offset += u.plan.shard
-            u.grad_shard = owned
 
     def _wait_reductions(self) -> None:
         """Every reduction of this backward, in the order they started; stage 1 with one rank
@@ -112,7 +110,7 @@ class BucketCollectives:
         self._reducing = []
         if self.stage == 1 and self.world == 1:
             for u in self.units:
-                u.grad_shard = u.grad_bucket[u.lo:u.lo + u.plan.shard]
+                u.grad_shard = u.owned(u.grad_bucket)
 
     @torch.no_grad()
     def _gather_updated(self) -> None:

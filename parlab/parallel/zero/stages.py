@@ -102,14 +102,14 @@ class ZeroDataParallel(BucketCollectives, UnitHooks, nn.Module):
                 continue
             unit = Unit(m, name, params, names, owners, rank, DTYPES[dtype])
             replace_params(module, params, unit.params)
-            shard = unit.buffer[unit.lo:unit.lo + unit.plan.shard]  # (shard,) a view
+            shard = unit.owned(unit.buffer)  # (shard,) a view
             if stage == 3:
                 shard = shard.clone()
                 unit.buffer.untyped_storage().resize_(0)  # freed until gathered
                 unit.gathered = False
             unit.opt = ShardOptimizer(shard, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       offload=offload is not None, params=offload == "optimizer+params")
-            if stage <= 1:  # the full gradient is kept: autograd writes into one flat buffer
+            if stage == 1:  # the full gradient is kept in one flat buffer (stage 0: one per bucket)
                 unit.new_bucket()
             self.units.append(unit)
         # the one order of the collectives on every rank: reduce blocks last to first, then the

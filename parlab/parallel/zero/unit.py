@@ -46,6 +46,10 @@ class Unit:
         more = ", ..." if len(self.names) > 1 else ""
         return f"unit {self.name or '<root>'} ({self.names[0]}{more})"
 
+    def owned(self, flat: torch.Tensor) -> torch.Tensor:
+        """This rank's block of ``flat`` (a (padded,) buffer of the unit): a (shard,) view."""
+        return flat[self.lo:self.lo + self.plan.shard]
+
     def views(self, flat: torch.Tensor) -> list[torch.Tensor]:
         """Each parameter's 1-D slice of ``flat`` ((padded,) or longer), in order."""
         out, offset = [], 0
