@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import secrets
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -159,6 +160,16 @@ def settled(check, limit: float = SETTLE_S):
     while (left := check()) and time.monotonic() < deadline:
         time.sleep(0.1)
     return left
+
+
+@pytest.fixture
+def ctrl_c_delivered():
+    """SIGINT raises KeyboardInterrupt in this process for the test, as Ctrl-C at a terminal
+    does, whatever disposition the suite inherited (a shell's background job, nohup and some CI
+    runners start it with SIGINT ignored, and then Python installs no handler); restored after."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
 
 
 @pytest.fixture(autouse=True, scope="session")

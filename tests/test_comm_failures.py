@@ -187,18 +187,12 @@ def test_mismatched_calls_are_an_error_never_a_wrong_answer(backend, fn, words):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_interrupting_the_caller_stops_every_worker(backend):
-    # Ctrl-C as a terminal delivers it, whatever disposition this process inherited (a shell's
-    # background job, nohup and some CI runners start it with SIGINT ignored)
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        timer = threading.Timer(1.0 if backend == "local" else 6.0, _thread.interrupt_main)
-        timer.start()
-        with pytest.raises(KeyboardInterrupt):
-            timed(launch, sleeps, 4, backend=backend, timeout=HANG)
-        timer.join()
-    finally:
-        signal.signal(signal.SIGINT, old)
+def test_interrupting_the_caller_stops_every_worker(backend, ctrl_c_delivered):
+    timer = threading.Timer(1.0 if backend == "local" else 6.0, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        timed(launch, sleeps, 4, backend=backend, timeout=HANG)
+    timer.join()
     assert timed.elapsed < 1.0 + QUICK[backend]  # the ranks sleep for HANG s
     nothing_left()
 

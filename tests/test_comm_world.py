@@ -161,7 +161,7 @@ def sleeps(comm):
     time.sleep(30)
 
 
-def test_ctrl_c_during_a_run_kills_the_ranks_and_the_world_stays_usable():
+def test_ctrl_c_during_a_run_kills_the_ranks_and_the_world_stays_usable(ctrl_c_delivered):
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("SIGINT reaches the main thread only")
     with World(2) as world:
