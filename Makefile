@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml
 ## Open the course in JupyterLab (http://127.0.0.1:8888, or the next free port); once it is up,
 ## print its link and the direct link to chapter 00 (for a machine with no browser).
 lab: setup
-	$(BIN)/python -m parlab.nbtools lab
+	$(BIN)/python -m parlab.course.nbtools lab
 
 ## Install everything and run the whole suite: unit tests, nbval over course/ and solutions/,
 ## exercise checks, and the real-browser test (needs /usr/bin/chromium; `make browser` installs it).
@@ -43,12 +43,12 @@ test: setup
 
 ## Re-execute every notebook in place and regenerate exercises/ from solutions/.
 notebooks: setup
-	$(BIN)/python -m parlab.nbtools execute
-	$(BIN)/python -m parlab.nbtools exercises
+	$(BIN)/python -m parlab.course.nbtools execute
+	$(BIN)/python -m parlab.course.nbtools exercises
 
 ## Regenerate exercises/ from solutions/ only.
 exercises: setup
-	$(BIN)/python -m parlab.nbtools exercises
+	$(BIN)/python -m parlab.course.nbtools exercises
 
 bench: setup
 	$(BIN)/parlab bench all

@@ -325,3 +325,30 @@ def make_grid(world: int, *, dp: int | None = None, tp: int = 1, pp: int = 1, cp
     make dp x tp x pp x cp equal ``world``; ``tp_inside_node`` also checks TP groups stay in a node."""
     grid = Grid.of(world, tp=tp, pp=pp, cp=cp, ep=ep) if dp is None else Grid(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep)
     return grid.check(world=world, gpus_per_node=gpus_per_node, tp_inside_node=tp_inside_node)
+
+
+def check_layout(*, dp: int, tp: int, pp: int, batch_size: int, m: int, v: int, schedule: str,
+                 n_layer: int, n_head: int, hidden: int, ffn: int | None = None,
+                 vocab_size: int | None = None, dropout: float = 0.0) -> None:
+    """The rules of a 3D run (Megatron-LM: TP splits heads, hidden, the MLP and the vocabulary;
+    DP splits the global batch into equal blocks, each into the schedule's m micro-batches;
+    every one of the pp x v virtual stages holds a layer). ``ffn`` or ``vocab_size`` None: not
+    checked."""
+    if batch_size % dp:
+        raise ValueError(f"batch_size={batch_size} must be divisible by dp={dp}: "
+                         f"each data-parallel replica takes an equal block of the global batch")
+    if (batch_size // dp) % m:
+        raise ValueError(f"each replica's batch batch_size / dp = {batch_size // dp} "
+                         f"must be divisible by the {m} micro-batches of schedule "
+                         f"{schedule!r} (equal micro-batches)")
+    if n_layer < pp * v:
+        raise ValueError(f"more pipeline pieces than layers: pp x v = {pp} x {v} for "
+                         f"n_layer={n_layer} (each virtual stage needs a layer)")
+    sizes = {"n_head": n_head, "hidden": hidden, "ffn": ffn, "vocab_size": vocab_size}
+    for name, size in sizes.items():
+        if size is not None and size % tp:
+            raise ValueError(f"the tensor-parallel degree tp={tp} must divide "
+                             f"{name}={size}: each TP rank holds {name}/tp of it")
+    if dropout:
+        raise ValueError(f"the 3D trainer needs GPTConfig.dropout=0, got {dropout}: "
+                         f"dropout masks consistent across TP ranks need Megatron's RNG tracker")

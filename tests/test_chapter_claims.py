@@ -67,7 +67,7 @@ def test_the_guide_names_f_and_g_as_megatron_does():
 
 
 def test_the_ways_out_of_guide_1_12_beside_the_naive_split():
-    from parlab.costmodel.too_big import too_big_options
+    from parlab.costmodel.answers.too_big import too_big_options
 
     opts = too_big_options("llama-13b", 8, 32)
     assert all(e.fits for e in opts.values())
@@ -84,9 +84,9 @@ def test_chapter_10s_1_18_verdict_and_chapter_15s_overlap_claim_use_the_shared_b
     """Chapter 10: TP over PCIe beats the best plan without TP on a 10 GbE cluster by more than the
     band; chapter 15: with perfect overlap ZeRO-3 ties 3D at 512 GPUs, and is beyond the band at 1,024."""
     from parlab.costmodel import get_model
-    from parlab.costmodel.assumptions import DEFAULT
-    from parlab.costmodel.scenarios import tp_without_nvlink, zero3_vs_3d
-    from parlab.costmodel.validation import is_tie
+    from parlab.costmodel.answers.scenarios import tp_without_nvlink, zero3_vs_3d
+    from parlab.costmodel.specs.assumptions import DEFAULT
+    from parlab.costmodel.specs.bands import is_tie
 
     gpt3 = get_model("gpt3-175b")
     _, best, no_tp = tp_without_nvlink(gpt3, 1024, 1536, "pcie-10gbe", slowdowns=(1,)).rows[0]

@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 
 from parlab.checks import ranks
-from parlab.nbtools import stub_source
+from parlab.course.nbtools import stub_source
 
 
 def _module_with(tmp_path, source: str):

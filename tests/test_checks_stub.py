@@ -9,7 +9,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from parlab.checks.stub import StillAStub
-from parlab.nbtools import STUB
+from parlab.course.nbtools import STUB
 
 CASES = [  # (the exercise's import and stub, the check cell, the line it shows)
     ("from parlab.checks.pipeline import check_one_f_one_b\n"

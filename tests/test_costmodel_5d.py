@@ -13,9 +13,10 @@ from parlab.costmodel import (
     search,
     step_flops,
 )
-from parlab.costmodel.comm_5d import cp_layer_bytes
-from parlab.costmodel.expert_parallel import MoESpec, all_to_all_bytes_per_layer
-from parlab.costmodel.moe_layer import stage_param_split
+from parlab.costmodel.plan.comm_5d import cp_layer_bytes
+from parlab.costmodel.pricing.expert_parallel import all_to_all_bytes_per_layer
+from parlab.costmodel.pricing.moe_layer import stage_param_split
+from parlab.costmodel.specs.moe import MoESpec
 
 LLAMA_32K = get_model("llama-7b").with_(seq_len=32768)
 MIXTRAL = get_model("mixtral-8x7b")
@@ -164,7 +165,7 @@ def test_deepseek_v3_on_its_own_layout_holds_four_experts_per_gpu():
 
 
 def test_chapter_13s_scenarios_split_activations_and_price_both_moe_models():
-    from parlab.costmodel.scenarios_5d import memory_vs_sequence, moe_pricing
+    from parlab.costmodel.answers.scenarios_5d import memory_vs_sequence, moe_pricing
 
     series = memory_vs_sequence("llama-7b", [8192, 16384], [1, 2])
     for cp1, cp2 in zip(series[1], series[2], strict=True):  # the same states, half the activations

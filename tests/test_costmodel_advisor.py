@@ -3,7 +3,7 @@ and why the advisor's first choice is not ZeRO-3 (chapter 10 prints both)."""
 
 import pytest
 
-from parlab.costmodel.scenarios import tp_without_nvlink, zero3_ranking
+from parlab.costmodel.answers.scenarios import tp_without_nvlink, zero3_ranking
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +50,10 @@ def test_the_zero3_plan_perfect_overlap_put_first_now_needs_more_hiding_than_it_
     assert 0 < z.latency < z.traffic
 
 
-# -- parlab.costmodel.advisor: the advice in plain words, beside the guide's rules (guide 3.3-3.5) ----
+# -- parlab.costmodel.search.advisor: the advice in plain words, beside the guide's rules (guide 3.3-3.5) ----
 from parlab.costmodel import make_cluster, search  # noqa: E402
-from parlab.costmodel.advisor import (  # noqa: E402
+from parlab.costmodel.plan.spec import Plan  # noqa: E402
+from parlab.costmodel.search.advisor import (  # noqa: E402
     SCENARIO_CHOICES,
     SCENARIOS,
     advise,
@@ -63,8 +64,7 @@ from parlab.costmodel.advisor import (  # noqa: E402
     scenario_rows,
     scenario_verdict,
 )
-from parlab.costmodel.plan import Plan  # noqa: E402
-from parlab.costmodel.validation import (  # noqa: E402
+from parlab.costmodel.specs.bands import (  # noqa: E402
     MEGATRON_BAND,
     STEP_TIME_BAND,
     comparison_band,
@@ -168,10 +168,10 @@ def test_advise_names_its_own_offload_switch():
         advise("llama-65b", make_cluster("dgx-a100", 1), 8, offload=False)
 
 
-# -- parlab.costmodel.frameworks: the landscape of guide 1.20, 1.22, 3.1, 3.2 ---------------------------
+# -- parlab.costmodel.answers.frameworks: the landscape of guide 1.20, 1.22, 3.1, 3.2 ---------------------------
 from pathlib import Path  # noqa: E402
 
-from parlab.costmodel.frameworks import (  # noqa: E402
+from parlab.costmodel.answers.frameworks import (  # noqa: E402
     FRAMEWORKS,
     KINDS,
     LAYERS,
@@ -210,7 +210,7 @@ def test_alpa_slices_stages_anywhere_where_search_splits_them_evenly():
 
 
 def test_the_frameworks_for_a_plan_provide_every_kind_it_uses():
-    from parlab.costmodel.frameworks import frameworks_for, kinds_of
+    from parlab.costmodel.answers.frameworks import frameworks_for, kinds_of
 
     plan = Plan(dp=2, tp=2, pp=8, zero=1, micro_batch=1, micro_batches=128, sequence_parallel=True)
     assert kinds_of(plan) == {"DP", "ZeRO/FSDP", "TP", "SP", "PP"}

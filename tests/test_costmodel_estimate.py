@@ -23,7 +23,7 @@ from parlab.costmodel import (
     step_flops,
     zero_model_states,
 )
-from parlab.costmodel.search import factorizations
+from parlab.costmodel.search.ranking import factorizations
 
 GPT3 = get_model("gpt3-175b")
 

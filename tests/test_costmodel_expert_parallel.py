@@ -1,24 +1,21 @@
-"""The expert-parallel cost model (parlab.costmodel.expert_parallel): capacity, all-to-all bytes,
+"""The expert-parallel cost model (parlab.costmodel.pricing.expert_parallel): capacity, all-to-all bytes,
 expert memory, and the published parameter counts of Mixtral 8x7B and DeepSeek-V3, by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from parlab.costmodel.expert_parallel import (
-    MOE_MODELS,
-    MoESpec,
+from parlab.costmodel.pricing.expert_parallel import (
     all_to_all_bytes_per_layer,
-    dispatch_rows,
     ep_layer_collectives,
-    expert_capacity,
     expert_forward_flops,
     expert_memory_per_gpu,
     expert_params_per_gpu,
-    get_moe_model,
     max_violation,
-    moe_summary,
 )
+from parlab.costmodel.pricing.expert_parallel.summary import moe_summary
+from parlab.costmodel.specs.moe import MoESpec, dispatch_rows, expert_capacity
+from parlab.costmodel.specs.moe_presets import MOE_MODELS, get_moe_model
 
 SWITCH = MoESpec(num_experts=8, top_k=2, expert_ffn=64, capacity_factor=1.25, gated=False, bias=True)
 

@@ -118,8 +118,8 @@ def test_search_dashboard_advises_only_with_the_knobs_it_has():
 
 # -- plots -------------------------------------------------------------------------------------
 def test_plot_helpers_draw_labelled_axes():
-    from parlab.costmodel.scenarios import memory_vs_dp, zero3_vs_3d
-    from parlab.costmodel.validation import megatron_table1
+    from parlab.costmodel.answers.scenarios import memory_vs_dp, zero3_vs_3d
+    from parlab.costmodel.answers.validation import megatron_table1
     from parlab.viz import costmodel as viz
     from parlab.viz.figures import new_figure
 
@@ -137,7 +137,7 @@ def test_plot_helpers_draw_labelled_axes():
         assert ax.get_xlabel() and ax.get_ylabel(), fn.__name__
 
 
-@pytest.mark.parametrize("module", ["parlab.costmodel", "parlab.costmodel.validation", "parlab.costmodel.scenarios"])
+@pytest.mark.parametrize("module", ["parlab.costmodel", "parlab.costmodel.answers.validation", "parlab.costmodel.answers.scenarios"])
 def test_the_engine_imports_no_heavy_dependency(module):
     import subprocess
     import sys

@@ -1,11 +1,11 @@
-"""The decode-latency model (parlab.costmodel.inference) and guide 4.1's tables (parlab.guide_tables)."""
+"""The decode-latency model (parlab.costmodel.pricing.inference) and guide 4.1's tables (parlab.course.guide_tables)."""
 
 import math
 
 import pytest
 
 from parlab.costmodel import get_gpu, get_model
-from parlab.costmodel.inference import (
+from parlab.costmodel.pricing.inference import (
     fit_decode,
     forward_flops_per_token,
     generation_time,
@@ -15,7 +15,7 @@ from parlab.costmodel.inference import (
     tokens_from_chars,
     weight_bytes,
 )
-from parlab.guide_tables import (
+from parlab.course.guide_tables import (
     GUIDE_4_1,
     chatglm_inference,
     chatglm_source,

@@ -22,13 +22,9 @@ from parlab.costmodel import (
     search,
     stage_params,
 )
-from parlab.costmodel.plan import TRAINING_DTYPES, training_dtype
-from parlab.costmodel.plan_memory import (
-    layer_params_per_gpu,
-    zero3_gathered_params,
-    zero3_units,
-    zero3_vs_zero2,
-)
+from parlab.costmodel.plan.memory import zero3_gathered_params, zero3_units, zero3_vs_zero2
+from parlab.costmodel.plan.spec import TRAINING_DTYPES, training_dtype
+from parlab.costmodel.pricing.params import layer_params_per_gpu
 
 BAD = (ValueError, TypeError)
 
@@ -316,7 +312,7 @@ def test_gpt_like_refuses_a_size_no_gpt_shape_has_instead_of_returning_another_s
 
 def test_helpers_reject_a_bool_given_as_a_string_and_zero_rates():
     from parlab.costmodel import activation_bytes_per_layer, megatron_flops_per_iteration
-    from parlab.costmodel.scenarios import comm_time_vs_bandwidth, zero3_traffic_per_step
+    from parlab.costmodel.answers.scenarios import comm_time_vs_bandwidth, zero3_traffic_per_step
 
     m = get_model("gpt3-175b")
     with pytest.raises(TypeError, match="recompute must be True or False"):
@@ -349,7 +345,7 @@ def test_alphabeta_time_checks_its_numbers_by_name(args, error, message):
     (math.nan, 1e9, r"nbytes must be a number >= 0, got nan"),
 ])
 def test_ring_time_names_a_bad_number_instead_of_dividing_by_zero(nbytes, bandwidth, message):
-    from parlab.costmodel.collectives import ring_time
+    from parlab.costmodel.pricing.collectives import ring_time
 
     with pytest.raises(ValueError, match=message):  # was ZeroDivisionError, and a NaN time
         ring_time("all_reduce", nbytes, 4, bandwidth, 1e-6)

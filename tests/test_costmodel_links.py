@@ -16,7 +16,7 @@ from parlab.costmodel import (
     make_cluster,
     rank_of,
 )
-from parlab.costmodel.cluster import CLUSTERS
+from parlab.costmodel.specs.cluster import CLUSTERS
 
 
 # -- units -----------------------------------------------------------------------------------------

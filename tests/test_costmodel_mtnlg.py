@@ -4,8 +4,8 @@ model's, the conclusions that survive the model's error on it, and pure ZeRO-3 a
 import pytest
 
 from parlab.costmodel import BLOOM_MEMORY_BAND, MEGATRON_BAND, estimate, get_model, make_cluster
-from parlab.costmodel.mtnlg import megatron_twin, mtnlg_plan, mtnlg_rows
-from parlab.costmodel.pure_zero3 import published_zero3, pure_zero3_rank
+from parlab.costmodel.answers.mtnlg import megatron_twin, mtnlg_plan, mtnlg_rows
+from parlab.costmodel.answers.pure_zero3 import published_zero3, pure_zero3_rank
 
 
 def test_the_paper_s_three_runs_come_from_the_data_and_count_flops_as_the_model_does():

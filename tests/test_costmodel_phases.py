@@ -7,8 +7,14 @@ from __future__ import annotations
 import pytest
 
 from parlab.costmodel import Plan, estimate, get_model, make_cluster, model_state_memory
-from parlab.costmodel.phases import TERMS, one_gpu_fit, one_gpu_walk, step_phases, term_labels
-from parlab.costmodel.walls import memory_wall
+from parlab.costmodel.answers.phases import (
+    TERMS,
+    one_gpu_fit,
+    one_gpu_walk,
+    step_phases,
+    term_labels,
+)
+from parlab.costmodel.answers.walls import memory_wall
 
 LLAMA = get_model("llama-7b")
 ONE = make_cluster("dgx-a100", 1)

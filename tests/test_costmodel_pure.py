@@ -18,7 +18,7 @@ def test_costmodel_schedules_and_layout_import_no_numpy_or_torch():
 def test_the_decode_fit_without_numpy_is_the_least_squares_solution():
     """The 2 x 2 normal equations give the exact solution of a consistent system and the
     minimiser of an inconsistent one (its residual is orthogonal to both columns)."""
-    from parlab.costmodel.inference import _least_squares_2
+    from parlab.costmodel.pricing.inference import _least_squares_2
 
     design = [[1.0, 2.0], [2.0, 1.0], [3.0, 5.0]]
     assert [round(v, 12) for v in _least_squares_2(design, [1 * 3 + 2 * 4, 2 * 3 + 1 * 4, 3 * 3 + 5 * 4])] == [3, 4]

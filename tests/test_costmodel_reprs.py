@@ -10,9 +10,11 @@ import dataclasses
 import pytest
 
 import parlab.costmodel as cm
-from parlab.costmodel import advisor, inference, walls
+from parlab.costmodel import inference
+from parlab.costmodel.answers import walls
 from parlab.costmodel.reprs import HTML_TOP, TOP, result_types
-from parlab.guide_tables import measured_pairs
+from parlab.costmodel.search import advisor
+from parlab.course.guide_tables import measured_pairs
 
 MAX_LEN = 700  # characters: a summary line of at most 600 plus TOP plan lines
 INPUTS = {"Assumptions", "Cluster", "GPUSpec", "GroupLink", "GroupSpan", "LinkSpec", "ModelSpec",

@@ -11,7 +11,7 @@ from parlab.costmodel import (
     make_cluster,
     search,
 )
-from parlab.costmodel.scenarios import (
+from parlab.costmodel.answers.scenarios import (
     comm_time_vs_bandwidth,
     memory_vs_dp,
     step_vs_inter_link,

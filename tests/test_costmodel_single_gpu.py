@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from parlab.costmodel import Plan, estimate, get_model, make_cluster
-from parlab.costmodel.models import ModelSpec
-from parlab.costmodel.single_gpu import (
+from parlab.costmodel.answers.single_gpu import (
     int8_adam_state_bytes,
     lora_params,
     nf4_bytes,
     one_gpu_levers,
 )
+from parlab.costmodel.specs.models import ModelSpec
 
 
 def test_nf4_with_double_quantization_costs_the_papers_0_127_bits_of_constants():

@@ -3,8 +3,8 @@ already holds (Megatron-LM's Table 1, MT-NLG) come from their own data files, no
 
 from __future__ import annotations
 
-from parlab.costmodel.frameworks import FRAMEWORKS
-from parlab.costmodel.stacks import GIVES, gives_rows, stack_rows, stack_runs
+from parlab.costmodel.answers.frameworks import FRAMEWORKS
+from parlab.costmodel.answers.stacks import GIVES, gives_rows, stack_rows, stack_runs
 from parlab.data import read_csv
 
 

@@ -1,4 +1,4 @@
-"""Tensor parallelism per layer (parlab.costmodel.tensor_parallel): Megatron 1D's collectives
+"""Tensor parallelism per layer (parlab.costmodel.pricing.tensor_parallel): Megatron 1D's collectives
 equal step_time's TP term, and Colossal-AI's 2D / 2.5D / 3D reproduce the efficiency table of
 Colossal-AI's documentation (docs/source/en/features/*_tensor_parallel.md), by hand."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from parlab.costmodel import DEFAULT, Plan, alphabeta, get_model, make_cluster, step_time
-from parlab.costmodel.memory import activation_bytes_per_layer
-from parlab.costmodel.plan_memory import layer_params_per_gpu
-from parlab.costmodel.tensor_parallel import (
+from parlab.costmodel.pricing.memory import activation_bytes_per_layer
+from parlab.costmodel.pricing.params import layer_params_per_gpu
+from parlab.costmodel.pricing.tensor_parallel import (
     Collective,
     colossal_table,
     compare_modes,

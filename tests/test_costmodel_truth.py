@@ -4,16 +4,15 @@ ZeRO-3's gathered weights by implementation (item 12), bf16's fp32 gradients (it
 import pytest
 
 from parlab.costmodel import Plan, estimate, get_model, make_cluster
-from parlab.costmodel.models import ModelSpec
-from parlab.costmodel.plan_memory import (
+from parlab.costmodel.answers.scenarios import guide_1_19, zero3_traffic_per_step
+from parlab.costmodel.plan.memory import (
     DEEPSPEED_STAGE3,
     DeepSpeedStage3,
-    layer_params_per_gpu,
-    stage_params,
     zero3_gathered_params,
     zero3_units,
 )
-from parlab.costmodel.scenarios import guide_1_19, zero3_traffic_per_step
+from parlab.costmodel.pricing.params import layer_params_per_gpu, stage_params
+from parlab.costmodel.specs.models import ModelSpec
 
 GPT3 = get_model("gpt3-175b")
 
@@ -84,7 +83,7 @@ def test_a_plan_says_which_zero3_it_prices_and_the_offload_rows_follow():
     assert ds.weights == pytest.approx(2 * zero3_gathered_params(GPT3, impl="deepspeed"))
     assert fsdp.weights == pytest.approx(2 * zero3_gathered_params(GPT3, impl="fsdp"))
     assert "stage3_prefetch_bucket_size" in estimate(GPT3, c, plan).explain()
-    from parlab.deepspeed_config import deepspeed_config
+    from parlab.train.deepspeed_config import deepspeed_config
 
     written = deepspeed_config(GPT3, Plan(dp=64, zero=3))["zero_optimization"]
     priced = DeepSpeedStage3.for_model(GPT3).config()

@@ -1,6 +1,6 @@
 """How far to trust the model: published measurements and the guide's numbers, recomputed.
 
-One set of A100 defaults serves every row (``parlab.costmodel.assumptions.DEFAULT``)."""
+One set of A100 defaults serves every row (``parlab.costmodel.specs.assumptions.DEFAULT``)."""
 
 import pytest
 
@@ -13,10 +13,8 @@ from parlab.costmodel import (
     make_cluster,
     model_state_memory,
 )
-from parlab.costmodel.scenarios import advice, guide_1_19, zero3_traffic_per_step
-from parlab.costmodel.validation import (
-    BLOOM_MEMORY_BAND,
-    MEGATRON_BAND,
+from parlab.costmodel.answers.scenarios import advice, guide_1_19, zero3_traffic_per_step
+from parlab.costmodel.answers.validation import (
     bigscience_tflops,
     bloom_summary,
     bloom_table,
@@ -25,6 +23,7 @@ from parlab.costmodel.validation import (
     megatron_table1,
     zero_paper_example,
 )
+from parlab.costmodel.specs.bands import BLOOM_MEMORY_BAND, MEGATRON_BAND
 from parlab.data import read_csv
 
 
@@ -141,7 +140,7 @@ def test_the_readme_lists_every_validated_run_with_its_error():
     """The README's validation table is ``readme_table()``: every published run, its error and band."""
     from pathlib import Path
 
-    from parlab.costmodel.validation import readme_table, validation_rows
+    from parlab.costmodel.answers.validation import readme_table, validation_rows
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert readme_table() in readme

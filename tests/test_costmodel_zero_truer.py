@@ -6,16 +6,8 @@ Each test cites the formula or the measurement it reproduces."""
 import pytest
 
 from parlab.costmodel import DEFAULT, MODELS, Plan, estimate, get_model, make_cluster
-from parlab.costmodel.memory import (
-    activation_bytes,
-    activation_bytes_per_layer,
-    attention_score_bytes,
-)
-from parlab.costmodel.models import ModelSpec
-from parlab.costmodel.plan_memory import stage_memory, zero3_gathered_params
-from parlab.costmodel.scenarios import guide_1_19, zero3_ranking, zero3_vs_3d
-from parlab.costmodel.step_time import step_flops
-from parlab.costmodel.validation import (
+from parlab.costmodel.answers.scenarios import guide_1_19, zero3_ranking, zero3_vs_3d
+from parlab.costmodel.answers.validation import (
     ZERO3_BAND,
     bloom_model,
     megatron_model,
@@ -23,6 +15,14 @@ from parlab.costmodel.validation import (
     zero3_scaling,
     zero3_summary,
 )
+from parlab.costmodel.plan.memory import stage_memory, zero3_gathered_params
+from parlab.costmodel.pricing.layer_flops import step_flops
+from parlab.costmodel.pricing.memory import (
+    activation_bytes,
+    activation_bytes_per_layer,
+    attention_score_bytes,
+)
+from parlab.costmodel.specs.models import ModelSpec
 from parlab.data import read_csv
 
 LLAMA = get_model("llama-7b")
@@ -243,7 +243,7 @@ def test_the_ring_rate_of_8_ports_per_node_would_miss_the_published_rows_by_far(
     (``pcie-10gbe``, guide 1.19) the cap changes nothing."""
     import sys
 
-    st_mod = sys.modules["parlab.costmodel.step_time"]
+    st_mod = sys.modules["parlab.costmodel.plan.step_time"]
     r = table2[2]
     monkeypatch.setattr(st_mod, "zero3_bandwidth", lambda cluster, ring, crosses: ring)
     ring = estimate("gpt3-175b", make_cluster("dgx-a100", 1536), r.estimate.plan)

@@ -67,7 +67,7 @@ def test_guide_1_14_is_two_questions_said_the_same_way_everywhere():
 
 
 def test_make_lab_prints_the_direct_link_to_chapter_00(capsys):
-    from parlab.nbtools import FIRST_CHAPTER, main
+    from parlab.course.nbtools import FIRST_CHAPTER, main
 
     assert (ROOT / FIRST_CHAPTER).exists()
     assert main(["lab", "--dry-run", "--port", "8899"]) == 0
@@ -75,11 +75,11 @@ def test_make_lab_prints_the_direct_link_to_chapter_00(capsys):
     token = re.search(r"--IdentityProvider.token=(\w+)", out).group(1)
     assert f"http://127.0.0.1:8899/lab/tree/{FIRST_CHAPTER}?token={token}" in out
     assert f"http://127.0.0.1:8899/lab?token={token}" in out
-    assert "parlab.nbtools lab" in (ROOT / "Makefile").read_text()
+    assert "parlab.course.nbtools lab" in (ROOT / "Makefile").read_text()
 
 
 def test_make_lab_names_a_bad_port_and_the_rule(capsys):
-    from parlab.nbtools import main
+    from parlab.course.nbtools import main
 
     for bad in ("0", "65536"):
         with pytest.raises(SystemExit):

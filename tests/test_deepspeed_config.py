@@ -1,4 +1,4 @@
-"""DeepSpeed ZeRO configs generated from a Plan (parlab.deepspeed_config): DeepSpeed's field names,
+"""DeepSpeed ZeRO configs generated from a Plan (parlab.train.deepspeed_config): DeepSpeed's field names,
 consistent batch sizes, stage-specific fields, every field explained."""
 
 import json
@@ -6,7 +6,14 @@ import json
 import pytest
 
 from parlab.costmodel import Plan, get_model
-from parlab.deepspeed_config import FIELDS, compare, deepspeed_config, explain, flatten, to_json
+from parlab.train.deepspeed_config import (
+    FIELDS,
+    compare,
+    deepspeed_config,
+    explain,
+    flatten,
+    to_json,
+)
 
 # Field names of DeepSpeed's configuration reference (deepspeed.ai/docs/config-json): the spec
 DEEPSPEED_TOP = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
@@ -69,7 +76,7 @@ def test_plans_deepspeed_cannot_express_are_refused(plan, match):
 
 
 def test_hostfile_with_ips_passes_and_an_unresolved_name_is_named():
-    from parlab.deepspeed_config import check_hostfile, hostfile
+    from parlab.train.deepspeed_config import check_hostfile, hostfile
 
     text = hostfile({"10.0.0.1": 8, "gpu-node-2": 8})
     assert text == "10.0.0.1 slots=8\ngpu-node-2 slots=8\n"
@@ -93,7 +100,7 @@ def test_hostfile_with_ips_passes_and_an_unresolved_name_is_named():
 
 
 def test_deepspeed_env_writes_the_nccl_variables_of_guide_4_5():
-    from parlab.deepspeed_config import NCCL_VARS, deepspeed_env
+    from parlab.train.deepspeed_config import NCCL_VARS, deepspeed_env
 
     env = {"NCCL_IB_DISABLE": 1, "NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": "eth0", "NCCL_P2P_DISABLE": 1}
     assert deepspeed_env(env).splitlines() == ["NCCL_IB_DISABLE=1", "NCCL_DEBUG=INFO", "NCCL_SOCKET_IFNAME=eth0",
@@ -117,7 +124,7 @@ def test_deepspeed_env_writes_the_nccl_variables_of_guide_4_5():
     ("# only a comment\n", "lists no host"),
 ])
 def test_check_hostfile_refuses_what_deepspeed_or_pdsh_would_misread_with_line_and_rule(text, match):
-    from parlab.deepspeed_config import check_hostfile
+    from parlab.train.deepspeed_config import check_hostfile
 
     with pytest.raises(ValueError, match=match) as info:
         check_hostfile(text, lambda host: "10.0.0.9")
@@ -125,7 +132,7 @@ def test_check_hostfile_refuses_what_deepspeed_or_pdsh_would_misread_with_line_a
 
 
 def test_check_hostfile_takes_text_and_a_trailing_comment():
-    from parlab.deepspeed_config import check_hostfile
+    from parlab.train.deepspeed_config import check_hostfile
 
     with pytest.raises(TypeError, match="a hostfile is text .*got NoneType"):
         check_hostfile(None)
@@ -145,14 +152,14 @@ def test_check_hostfile_takes_text_and_a_trailing_comment():
     (["10.0.0.1"], TypeError, r"hosts must be a dict \{host: slots\}, got list"),
 ])
 def test_hostfile_never_writes_a_line_it_would_not_read_back(hosts, error, match):
-    from parlab.deepspeed_config import hostfile
+    from parlab.train.deepspeed_config import hostfile
 
     with pytest.raises(error, match=match):
         hostfile(hosts)
 
 
 def test_a_written_hostfile_reads_back_as_written():
-    from parlab.deepspeed_config import check_hostfile, hostfile
+    from parlab.train.deepspeed_config import check_hostfile, hostfile
 
     hosts = {"10.0.0.1": 8, "fe80::1": 4, "gpu_node-2.cluster.local": 2, "h" * 63: 1}
     assert {h.host: h.slots for h in check_hostfile(hostfile(hosts), lambda h: "10.0.0.3")} == hosts
@@ -168,7 +175,7 @@ def test_a_written_hostfile_reads_back_as_written():
     (True, TypeError, "write 1 or 0"),
 ])
 def test_deepspeed_env_refuses_values_the_launcher_would_misread(value, error, match):
-    from parlab.deepspeed_config import deepspeed_env
+    from parlab.train.deepspeed_config import deepspeed_env
 
     with pytest.raises(error, match=match):
         deepspeed_env({"NCCL_SOCKET_IFNAME": value})

@@ -4,7 +4,6 @@ import math
 
 import pytest
 
-from parlab import derivations as d
 from parlab.costmodel import (
     Plan,
     activation_bytes_per_layer,
@@ -15,7 +14,8 @@ from parlab.costmodel import (
     step_flops,
     zero_model_states,
 )
-from parlab.costmodel.tensor_parallel import tp_layer_collectives
+from parlab.costmodel.pricing.tensor_parallel import tp_layer_collectives
+from parlab.course import derivations as d
 
 GPT3 = get_model("gpt3-175b")
 

@@ -10,8 +10,8 @@ import pytest
 
 from parlab import costmodel as cm
 from parlab import schedules
-from parlab.costmodel.phases import one_gpu_walk
-from parlab.costmodel.walls import compute_wall, memory_wall
+from parlab.costmodel.answers.phases import one_gpu_walk
+from parlab.costmodel.answers.walls import compute_wall, memory_wall
 from parlab.course import CHAPTERS, GUIDE_QUESTIONS
 from parlab.drill import (
     BANK,

@@ -17,7 +17,6 @@ from functools import cache
 
 import pytest
 
-from parlab import derivations as d
 from parlab.costmodel import (
     bloom_table,
     get_gpu,
@@ -28,12 +27,13 @@ from parlab.costmodel import (
     one_gpu_levers,
     zero_paper_example,
 )
-from parlab.costmodel.phases import one_gpu_walk
-from parlab.costmodel.scenarios import comm_time_vs_bandwidth
-from parlab.costmodel.walls import compute_wall, memory_wall
+from parlab.costmodel.answers.phases import one_gpu_walk
+from parlab.costmodel.answers.scenarios import comm_time_vs_bandwidth
+from parlab.costmodel.answers.walls import compute_wall, memory_wall
 from parlab.course import COURSE_DIR
+from parlab.course import derivations as d
+from parlab.course.guide_tables import line_fit
 from parlab.drill import get
-from parlab.guide_tables import line_fit
 from parlab.schedules import make_schedule, naive, peak_activations, simulate
 
 SEEDS = 40  # seeds per card: enough to draw every model, GPU and recompute setting the chapters price

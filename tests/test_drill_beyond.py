@@ -6,15 +6,16 @@ English card's."""
 import pytest
 
 from parlab.costmodel import get_model
-from parlab.costmodel.context_parallel import ring_attention_bytes, ulysses_bytes
-from parlab.costmodel.expert_parallel import MoESpec, all_to_all_bytes_per_layer, expert_capacity
+from parlab.costmodel.pricing.context_parallel import ring_attention_bytes, ulysses_bytes
+from parlab.costmodel.pricing.expert_parallel import all_to_all_bytes_per_layer
+from parlab.costmodel.specs.moe import MoESpec, expert_capacity
 from parlab.drill import BANK, BEYOND, Quiz
+from parlab.drill.zh import tokens
+from parlab.drill.zh.drill_beyond import ZH_BEYOND
+from parlab.drill.zh.translate import _english_parts, translate
 from parlab.schedules import simulate
 from parlab.schedules.dualpipe import dualpipe
-from parlab.zh import tokens
 from parlab.zh.answers import NAMES
-from parlab.zh.drill import _english_parts, translate
-from parlab.zh.drill_beyond import ZH_BEYOND
 
 
 def recomputed(key: str, p: dict) -> object:

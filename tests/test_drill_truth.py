@@ -4,10 +4,10 @@ each answer computed again here, the same question asked in two places giving th
 import pytest
 
 from parlab.costmodel import bloom_table, zero3_traffic_per_step
+from parlab.course.guide import check
+from parlab.course.guide_tables import line_fit
 from parlab.data import read_csv
 from parlab.drill import get
-from parlab.guide import check
-from parlab.guide_tables import line_fit
 
 
 def test_bloom_160_memory_accepts_the_measurement_and_shows_the_model_beside_it():

@@ -5,7 +5,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from parlab.nbtools import (
+from parlab.course.nbtools import (
     BEGIN,
     END,
     ROOT,

@@ -52,9 +52,9 @@ def test_a_text_spilling_out_of_its_box_is_caught():  # chapter 10's stack figur
 def chapter_figures():
     """(name, a function drawing the figure) for the chapters' figures that need no live run."""
     from parlab.costmodel import get_model
-    from parlab.costmodel.advisor import SCENARIOS, guide_scenarios
-    from parlab.costmodel.scenarios import comm_time_vs_bandwidth, zero3_vs_3d
-    from parlab.costmodel.validation import megatron_table1, megatron_zero3
+    from parlab.costmodel.answers.scenarios import comm_time_vs_bandwidth, zero3_vs_3d
+    from parlab.costmodel.answers.validation import megatron_table1, megatron_zero3
+    from parlab.costmodel.search.advisor import SCENARIOS, guide_scenarios
     from parlab.schedules import make_schedule, simulate
     from parlab.viz import advisor, comm, gantt, grid, tensor, zero
     from parlab.viz import costmodel as cv
@@ -120,9 +120,9 @@ def test_every_dashboard_figure_reads_at_its_defaults(monkeypatch):
 
 
 def test_every_cover_that_is_not_a_dashboard_reads():
-    """The chapters' covers (``parlab.cover``); a dashboard's cover is its figure, tested above."""
-    from parlab.cover import COVERS
+    """The chapters' covers (``parlab.course.cover``); a dashboard's cover is its figure, tested above."""
+    from parlab.course.cover import COVERS
 
     for name, (_, draw) in COVERS.items():
-        if draw.__name__ != "draw":  # parlab.cover._dashboard's closures
+        if draw.__name__ != "draw":  # parlab.course.cover._dashboard's closures
             assert layout_problems(draw()) == [], name

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parlab.costmodel as cm
-from parlab.costmodel.cluster import Cluster
+from parlab.costmodel.specs.cluster import Cluster
 from parlab.layout import ORDER, Coords, Grid, group_span, make_grid, rank_of
 
 degree = st.integers(1, 6)
@@ -94,8 +94,8 @@ def test_mt_nlg_530b_keeps_tp_in_a_dgx_node_and_pipelines_across_35_nodes():
 
 def test_the_cost_model_uses_this_layout():
     assert cm.rank_of is rank_of and cm.group_span is group_span and cm.GroupSpan is not None
-    assert not hasattr(sys.modules["parlab.costmodel.cluster"], "rank_of")
-    assert Cluster.__module__ == "parlab.costmodel.cluster"
+    assert not hasattr(sys.modules["parlab.costmodel.specs.cluster"], "rank_of")
+    assert Cluster.__module__ == "parlab.costmodel.specs.cluster"
 
 
 def test_the_layout_is_pure_python():

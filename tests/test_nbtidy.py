@@ -1,7 +1,7 @@
 """A learner sees the course, not its scaffolding (issue 20 items 10 and 13): every "Check
 yourself" cell's source is hidden, nbval's markers are tags (not ``# NBVAL_...`` comments), every
 chapter opens with its title, the guide questions and a picture (its cover), and no chapter's
-prose speaks to the maintainers. ``python -m parlab.nbtidy`` makes the first three true; these
+prose speaks to the maintainers. ``python -m parlab.course.nbtidy`` makes the first three true; these
 tests keep all four true."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import nbformat
 import pytest
 from nbval.plugin import find_comment_markers, find_metadata_tags
 
-from parlab.cover import COVERS, chapter_name, cover_text
-from parlab.nbtidy import (
+from parlab.course.cover import COVERS, chapter_name, cover_text
+from parlab.course.nbtidy import (
     COVER_TAG,
     NBVAL_COMMENTS,
     default_notebooks,
@@ -41,7 +41,7 @@ def test_every_notebook_is_tidy(notebooks):
     found = [f"{p.relative_to(ROOT)}: cell {i}: {problem}" for p, nb in notebooks.items()
              for hide in [set(to_hide(nb))] for i, c in enumerate(nb.cells)
              for problem in untidy(c, i in hide)]
-    assert not found, "run `python -m parlab.nbtidy`:\n" + "\n".join(found)
+    assert not found, "run `python -m parlab.course.nbtidy`:\n" + "\n".join(found)
 
 
 def test_every_chapter_from_02_hides_its_check_yourself_source(notebooks):
@@ -63,10 +63,10 @@ FIRST_SCREEN_LINES = 25  # markdown lines above the cover: about 550 px, so it s
 def test_every_chapter_opens_with_its_questions_and_its_cover(notebooks):
     for path in CHAPTERS:
         nb, name = notebooks[path], chapter_name(path)
-        assert name in COVERS, f"{path.name}: add its cover to parlab.cover.COVERS, then run python -m parlab.nbtidy"
+        assert name in COVERS, f"{path.name}: add its cover to parlab.course.cover.COVERS, then run python -m parlab.course.nbtidy"
         first, cover = nb.cells[0], nb.cells[1]
         assert first.cell_type == "markdown" and first.source.startswith("# "), path.name
-        assert COVER_TAG in cover.metadata.get("tags", []), f"{path.name}: run python -m parlab.nbtidy"
+        assert COVER_TAG in cover.metadata.get("tags", []), f"{path.name}: run python -m parlab.course.nbtidy"
         assert cover.metadata["jupyter"]["source_hidden"] and f'show_cover("{name}")' in cover.source
         (out,) = cover.outputs
         assert "image/png" in out.data and out.data["text/plain"] == cover_text(name)

@@ -32,7 +32,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from parlab.nbtidy import answer_cells
+from parlab.course.nbtidy import answer_cells
 from parlab.viz.figures import png_size
 from parlab.viz.html import ANSWER_CLASS, CELL_PAD_PX, CHAR_PX, CHECK_MARKER, COLUMN_PX, TEXT_WIDTH
 

@@ -1,7 +1,7 @@
 """Context parallelism (``parlab.parallel.context_parallel``): ring attention (load-balanced and
 naive causal splits) and DeepSpeed-Ulysses equal serial causal attention, outputs and gradients,
 on 2 and 4 ranks of both backends; every rank sends exactly the bytes
-``parlab.costmodel.context_parallel`` predicts, and does the attention work it predicts."""
+``parlab.costmodel.pricing.context_parallel`` predicts, and does the attention work it predicts."""
 
 import math
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from parlab.comm import launch
 from parlab.costmodel import get_model
-from parlab.costmodel.context_parallel import (
+from parlab.costmodel.pricing.context_parallel import (
     activation_bytes_per_gpu,
     causal_pairs,
     causal_work,
@@ -26,7 +26,7 @@ from parlab.costmodel.context_parallel import (
     ring_overlap,
     ulysses_bytes,
 )
-from parlab.costmodel.memory import activation_bytes_per_layer
+from parlab.costmodel.pricing.memory import activation_bytes_per_layer
 from parlab.parallel.context_parallel import (
     CPResult,
     CPSetting,

@@ -21,7 +21,8 @@ import pytest
 import torch
 
 from parlab.comm import launch
-from parlab.costmodel.expert_parallel import MoESpec, all_to_all_bytes_per_layer, expert_capacity
+from parlab.costmodel.pricing.expert_parallel import all_to_all_bytes_per_layer
+from parlab.costmodel.specs.moe import MoESpec, expert_capacity
 
 pytestmark = pytest.mark.usefixtures("warm_launches")
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from parlab.comm import launch
-from parlab.costmodel.expert_parallel import MoESpec
+from parlab.costmodel.specs.moe import MoESpec
 from parlab.layout import Grid
 from parlab.parallel import GPTConfig, batches, train_reference
 from parlab.parallel.expert_parallel import MoEGPT

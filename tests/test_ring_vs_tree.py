@@ -4,7 +4,7 @@ alpha-beta times meet, and a tree below the ring's bandwidth moves it from ~p^2 
 import pytest
 
 from parlab.costmodel import alphabeta, get_link
-from parlab.costmodel.ring_vs_tree import MEASURED_TREE_SHARE, ring_tree_crossover
+from parlab.costmodel.pricing.ring_vs_tree import MEASURED_TREE_SHARE, ring_tree_crossover
 
 
 @pytest.mark.parametrize("ranks", [8, 64, 256, 1024])

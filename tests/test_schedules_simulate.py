@@ -196,7 +196,7 @@ GRID = [(p, m, sched, v) for p in (1, 2, 3, 4, 8) for m in (1, 2, 3, 4, 8, 12, 1
 
 def _cost_model(p: int, m: int, sched: str, v: int):
     from parlab.costmodel import DEFAULT, Plan, get_model, make_cluster
-    from parlab.costmodel.step_time import step_time
+    from parlab.costmodel.plan.step_time import step_time
 
     plan = Plan(pp=p, micro_batches=m, schedule=sched, chunks=v)
     return plan, step_time(get_model("gpt3-175b"), make_cluster("dgx-a100", 8 * p), plan, DEFAULT)

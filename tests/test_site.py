@@ -132,7 +132,7 @@ def test_a_bad_control_value_is_one_line_naming_it():
 def test_the_bundle_holds_only_pure_python_parlab(site):
     names = zipfile.ZipFile(site / "py" / "parlab.zip").namelist()
     assert all(n.startswith("parlab/") for n in names)
-    assert {"parlab/costmodel/estimate.py", "parlab/schedules/simulate.py", "parlab/layout.py",
+    assert {"parlab/costmodel/plan/estimate.py", "parlab/schedules/simulate.py", "parlab/layout.py",
             "parlab/site/calc.py"} <= set(names)
     assert not any(n.startswith(("parlab/widgets", "parlab/viz", "parlab/comm", "parlab/parallel")) for n in names)
     # every module of the pure packages, also those a plan imports only when it needs them (a

@@ -318,7 +318,7 @@ def test_two_trainers_on_one_directory_one_wins_and_owns_every_file(tmp_path):
 
 def test_the_memory_estimate_counts_every_local_rank_and_names_the_numbers():
     from parlab.parallel.model import TinyGPT
-    from parlab.train_checks import check_fits
+    from parlab.train.checks import check_fits
 
     n_params = sum(p.numel() for p in TinyGPT(CFG).parameters())
     need = check_fits(CFG, PLAN, PLAN.world, available=1 << 40)

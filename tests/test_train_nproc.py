@@ -12,7 +12,7 @@ import pytest
 
 from parlab.comm.torchrun import run_torchrun
 from parlab.layout import Grid
-from parlab.train_checks import check_torchrun_world
+from parlab.train.checks import check_torchrun_world
 
 ROOT = Path(__file__).resolve().parent.parent
 

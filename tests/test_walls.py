@@ -3,7 +3,7 @@
 import pytest
 
 from parlab.costmodel import GPUS, activation_bytes, get_model, model_state_memory, train_flops_6nd
-from parlab.costmodel.walls import compute_wall, largest_trainable, memory_wall
+from parlab.costmodel.answers.walls import compute_wall, largest_trainable, memory_wall
 
 
 def test_memory_wall_is_states_plus_activations():

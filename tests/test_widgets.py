@@ -145,7 +145,7 @@ def test_inactive_must_name_real_controls():
 
 
 def test_the_memory_plot_keeps_its_axis_while_a_knob_moves():
-    from parlab.costmodel.walls import memory_wall
+    from parlab.costmodel.answers.walls import memory_wall
     from parlab.viz.figures import new_figure
     from parlab.viz.walls import nice_ceiling, plot_memory_wall
 

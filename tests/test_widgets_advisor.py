@@ -1,12 +1,12 @@
-"""Chapter 10's advisor dashboard and figures recompute from ``parlab.costmodel.advisor`` (guide
+"""Chapter 10's advisor dashboard and figures recompute from ``parlab.costmodel.search.advisor`` (guide
 3.2-3.5) and turn bad input into a message."""
 
 from __future__ import annotations
 
 import pytest
 
-from parlab.costmodel.advisor import Scenario, guide_scenarios, scenario_verdict
-from parlab.costmodel.frameworks import LAYERS, STACKS
+from parlab.costmodel.answers.frameworks import LAYERS, STACKS
+from parlab.costmodel.search.advisor import Scenario, guide_scenarios, scenario_verdict
 from parlab.viz.figures import natural_size
 from parlab.widgets.advisor import AdvisorDashboard
 

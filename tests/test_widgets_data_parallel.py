@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from parlab.costmodel.data_parallel import ddp_step, exposed_communication, scaling_crossover
+from parlab.costmodel.plan.data_parallel import ddp_step, exposed_communication, scaling_crossover
 from parlab.widgets.data_parallel import DataParallelDashboard
 
 

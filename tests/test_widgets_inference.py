@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from parlab.costmodel.inference import fit_decode
-from parlab.guide_tables import measured_pairs
+from parlab.costmodel.pricing.inference import fit_decode
+from parlab.course.guide_tables import measured_pairs
 from parlab.widgets.inference import InferenceDashboard
 
 

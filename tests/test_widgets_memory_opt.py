@@ -53,7 +53,7 @@ def test_bad_input_clears_the_result_and_names_the_rule(dash):
 def test_the_dashboard_shows_each_phase_and_which_sets_the_peak(dash):
     # issue 19 item 9: LLaMA-7B, one GPU, micro-batch 3, 16-bit gradients: the same total under every
     # policy because the optimizer step sets it; the forward/backward column is what recompute moves
-    from parlab.costmodel.phases import step_phases
+    from parlab.costmodel.answers.phases import step_phases
 
     fb = {}
     for policy in ("none", "full"):

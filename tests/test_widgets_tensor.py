@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from parlab.costmodel.tensor_parallel import compare_on_link
+from parlab.costmodel.pricing.tensor_parallel import compare_on_link
 from parlab.widgets.tensor import TensorParallelDashboard
 
 

@@ -22,9 +22,11 @@ import pytest
 
 from parlab.course import CHAPTERS, COURSE_DIR, GUIDE_QUESTIONS, unlinkable, where
 from parlab.drill import BANK, Quiz
+from parlab.drill.bilingual import both_languages
 from parlab.drill.questions import LETTERS
-from parlab.zh import answers, glossary, insert, numbers, spoken, tokens
-from parlab.zh.drill import NAME_ZH, ZH, ZhCard, both_languages, translate
+from parlab.drill.zh import tokens
+from parlab.drill.zh.translate import NAME_ZH, ZH, ZhCard, translate
+from parlab.zh import answers, glossary, insert, numbers, spoken
 from parlab.zh.spoken import SPOKEN_CLASS, TERM, Spoken
 
 GUIDE_REF = re.compile(r"guide [1-4]\.\d+")
@@ -211,7 +213,7 @@ def test_every_card_has_its_chinese_twin():
 
 
 def _fields(question, seed):
-    from parlab.zh.drill import _english_parts
+    from parlab.drill.zh.translate import _english_parts
 
     zh = ZH[question.key]
     prompt, working = _english_parts(question, seed)

@@ -1,7 +1,7 @@
 """``parlab bench ddp``: one DDP training step, parlab's DistributedDataParallel (local backend)
 against torch.nn.parallel.DistributedDataParallel (gloo), on 2 and 4 ranks, as a ratio from one
 run; then guide 1.5's three measurements on the local backend, each drawn beside the cost
-model's curve for a real model on a real link (``parlab.costmodel.data_parallel``):
+model's curve for a real model on a real link (``parlab.costmodel.plan.data_parallel``):
 
 1. step time with and without overlap (buckets sent during backward, or after it), by rank count;
 2. step time against the bucket size;
@@ -168,7 +168,7 @@ def measure(ranks: list[int], layers: int, hidden: int, batch: int, cap: float, 
 
 def model_curves(micro: int) -> dict:
     """The cost model's three curves for GPT ``MODEL`` on ``LINK`` (micro-batch 4 per GPU)."""
-    from parlab.costmodel.data_parallel import bucket_sweep, ddp_step
+    from parlab.costmodel.plan.data_parallel import bucket_sweep, ddp_step
 
     gpus = (8, 16, 32, 64, 128, 256, 512)
     buckets = (0.25, 1, 5, 25, 100, 400, 1600)

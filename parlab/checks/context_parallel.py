@@ -3,7 +3,7 @@ blocks, against torch's own softmax attention (``scaled_dot_product_attention``)
 scores are large enough that exp() without the running max overflows; part 2, the forward of
 causal ring attention on 2, 3 and 4 ranks (naive split: rank r holds the r-th block of the
 sequence), against torch's causal attention at each rank's positions, sending exactly the K, V
-bytes of ``parlab.costmodel.context_parallel.ring_attention_bytes`` (cp - 1 blocks per rank) by
+bytes of ``parlab.costmodel.pricing.context_parallel.ring_attention_bytes`` (cp - 1 blocks per rank) by
 point-to-point messages only.
 
 The learner's functions: ``merge_blocks(m1, l1, acc1, m2, l2, acc2) -> (m, l, acc)`` on the
@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from parlab.costmodel.context_parallel import ring_attention_bytes
+from parlab.costmodel.pricing.context_parallel import ring_attention_bytes
 from parlab.parallel.context_parallel import block_state, shard_sequence
 
 from .ranks import launch_learner_code

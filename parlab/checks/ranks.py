@@ -2,21 +2,9 @@
 
 from __future__ import annotations
 
-import inspect
-
 from parlab.comm import CommError, RankError, launch
-from parlab.nbtools import STUB
 
-
-def is_stub(obj: object) -> bool:
-    """Whether ``obj`` is a function whose body still holds the exercise's generated stub (its
-    source is found for functions defined in a notebook cell too: IPython keeps cells' code)."""
-    if not callable(obj):
-        return False
-    try:
-        return STUB in inspect.getsource(obj)
-    except (OSError, TypeError):
-        return False
+from .stub import StillAStub, is_stub
 
 
 def launch_learner_code(fn, world_size: int, *args, stub: str, hint: str, timeout: float) -> list:
@@ -25,8 +13,6 @@ def launch_learner_code(fn, world_size: int, *args, stub: str, hint: str, timeou
     exception on a rank is an AssertionError with the rank and the last line of its traceback; a
     communication failure (a deadlock, mismatched calls) is an AssertionError ending in ``hint``.
     A learner's function that is still the stub fails at once, before any rank starts."""
-    from .stub import StillAStub
-
     if any(is_stub(a) for a in args):
         raise StillAStub(stub)
     try:

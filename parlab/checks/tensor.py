@@ -3,7 +3,7 @@ gradients equal ``torch.nn.Linear``'s, and the layers move exactly Megatron's tr
 (Shoeybi et al. 2019, Section 3): column-parallel forward nothing, backward one all-reduce of dX
 (``f``); row-parallel forward one all-reduce of Y (``g``), backward nothing; the MLP (column,
 GeLU, row) one all-reduce each way. The counts are the cost model's
-(``parlab.costmodel.tensor_parallel``: two such pairs per transformer layer).
+(``parlab.costmodel.pricing.tensor_parallel``: two such pairs per transformer layer).
 
 The learner's functions run on real ranks (``launch``, local backend: it counts the bytes it
 moves), as ``column_parallel_linear(x, weight, bias, comm)`` and

@@ -13,9 +13,9 @@ HELP = "memory per GPU and step time of one DP/TP/PP/ZeRO plan, with every term 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     """Model and cluster options shared by ``estimate`` and ``search``."""
-    from parlab.costmodel.cluster import _CLUSTER_ALIASES, CLUSTERS
-    from parlab.costmodel.hardware import _GPU_ALIASES, GPUS
-    from parlab.costmodel.links import _LINK_ALIASES, LINKS
+    from parlab.costmodel.specs.cluster import _CLUSTER_ALIASES, CLUSTERS
+    from parlab.costmodel.specs.hardware import _GPU_ALIASES, GPUS
+    from parlab.costmodel.specs.links import _LINK_ALIASES, LINKS
 
     parser.add_argument("--model", type=options.model, default="gpt3-175b",
                         help="preset name or size such as 7B (default gpt3-175b)")

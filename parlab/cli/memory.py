@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from parlab.costmodel import GPUS, model_state_memory
-    from parlab.costmodel.plan import training_dtype
+    from parlab.costmodel.plan.spec import training_dtype
     from parlab.tables import human_bytes, human_count, table
 
     model = args.model

@@ -56,7 +56,7 @@ def _example(what: str) -> str:
 
 def name_of(kind: str, names: Iterable[str], aliases: dict[str, str] | None = None) -> Callable[[str], str]:
     """A preset or mode name, matched case-insensitively, returned in its canonical spelling."""
-    from parlab.costmodel._check import canonical
+    from parlab.costmodel.specs._check import canonical
 
     names = tuple(names)
 
@@ -87,7 +87,7 @@ def not_a_count(parse: Callable[[str], str], count_flag: str) -> Callable[[str],
 def dtype(text: str) -> str:
     """A training precision of ``parlab.costmodel.plan.TRAINING_DTYPES`` (aliases such as mixed,
     amp, bf16-mixed), returned canonical."""
-    from parlab.costmodel.plan import DTYPE_ALIASES, TRAINING_DTYPES
+    from parlab.costmodel.plan.spec import DTYPE_ALIASES, TRAINING_DTYPES
 
     return name_of("dtype", TRAINING_DTYPES, DTYPE_ALIASES)(text)
 

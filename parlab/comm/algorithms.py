@@ -21,10 +21,10 @@ the lower bound). Recursive doubling, binomial trees, and the fold for a non-pow
 rank count: Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication Operations
 in MPICH", IJHPCA 2005, sections 4.1-4.4. Double binary tree: Sanders, Speck & Träff, "Two-tree
 algorithms for full bandwidth broadcast, reduction and scan", Parallel Computing 2009, with
-NCCL 2.4's trees (``parlab.costmodel.trees``). Dissemination barrier: Hensgen, Finkel & Manber,
+NCCL 2.4's trees (``parlab.costmodel.pricing.trees``). Dissemination barrier: Hensgen, Finkel & Manber,
 "Two algorithms for barrier synchronization", 1988. Pipelining over cache-sized chunks is what
 NCCL does (src/device/all_reduce.h, runRing / runTreeUpDown: the loop over ``chunkSize``
-slices; src/device/broadcast.h for the chain). Their costs: ``parlab.costmodel.alphabeta``.
+slices; src/device/broadcast.h for the chain). Their costs: ``parlab.costmodel.pricing.alphabeta``.
 
 Replicas are bit-identical after every all-reduce: each element is combined in one place (the
 ring's owner of a block, a tree's root, the naive root) and copied, or, in recursive doubling,
@@ -45,7 +45,7 @@ from . import arrays as A
 CHUNK_BYTES = 1 << 20
 # Below this many bytes all-reduce, broadcast and reduce are latency-bound: the log2(p)-step
 # algorithms (recursive doubling, binomial tree) beat the ring's p-1 or 2(p-1) steps; see
-# parlab.costmodel.alphabeta.crossover.
+# parlab.costmodel.pricing.alphabeta.crossover.
 SMALL_MAX_BYTES = 64 << 10
 
 
@@ -214,7 +214,7 @@ def ring_reduce(comm, x: A.Array, root: int, op: str) -> A.Array:
 # ---------------------------------------------------------------------------- double binary tree
 def double_binary_tree_all_reduce(comm, x: A.Array, op: str) -> A.Array:
     """NCCL's tree all-reduce (Sanders et al. 2009; NCCL 2.4): two binary trees
-    (``parlab.costmodel.trees.double_binary_tree``), each reducing half of the buffer up to its
+    (``parlab.costmodel.pricing.trees.double_binary_tree``), each reducing half of the buffer up to its
     root and broadcasting the sum back down, chunk by chunk so that every level works at once.
     2 x depth = 2 log2(p) steps on the path instead of the ring's 2(p-1), for about 2n bytes
     per rank each way (the ring: 2(p-1)/p n). In place; each element is summed once, at its

@@ -21,7 +21,7 @@ slot, reduced, read everything I needed of it), so a rank waits only for the dat
 and for the peers to have read a slot before it reuses it. Per rank and chunk the all-reduce
 reads (p-1)/p m bytes from its peers in each of its two reading phases, 2(p-1)/p m in all, as
 the ring sends, in 2 synchronisations instead of 2(p-1) steps; the broadcast has every peer
-read m once, in 1: ``parlab.costmodel.alphabeta`` models both so. The counters are one per
+read m once, in 1: ``parlab.costmodel.pricing.alphabeta`` models both so. The counters are one per
 rank in the arena (x86's ordered stores make the window's bytes visible before the counter;
 elsewhere the local backend sends messages, ``algorithms.shm_direct_all_reduce`` and
 ``algorithms.shm_direct_broadcast``).

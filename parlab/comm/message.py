@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
 
-from parlab.costmodel.alphabeta import ALGORITHMS as _BY_OP
+from parlab.costmodel.pricing.alphabeta import ALGORITHMS as _BY_OP
 
 from .arrays import DTYPES, KINDS, MAX_NDIM, REDUCE_OPS
 from .errors import CollectiveMismatch

@@ -10,7 +10,7 @@ same code the local backend runs. Point-to-point messages are a header tensor (i
 Before a native collective every rank all-gathers its call's signature (a few int64) and raises
 ``CollectiveMismatch`` if they differ, so that mismatched calls fail with a clear message
 instead of hanging or reducing unrelated bytes. Traffic of native collectives is *nominal*
-(``parlab.costmodel.alphabeta.traffic``): torch does not report what gloo or NCCL moved.
+(``parlab.costmodel.pricing.alphabeta.traffic``): torch does not report what gloo or NCCL moved.
 
 Under ``launch`` the ranks also keep a *ledger* in the launch's shared arena (``Ledger``): per
 ordered pair of ranks, how many messages one has sent the other and how many of those the other

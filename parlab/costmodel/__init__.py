@@ -1,5 +1,13 @@
 """The analytic cost model: memory and time of training plans, in plain Python + numpy.
 
+Its folders read bottom-up the way the model is built, and imports only go down:
+
+    specs/     models (and the catalogue), GPUs, links, clusters, assumptions, error bands
+    pricing/   one layer and one collective: FLOPs, memory terms, alpha-beta, TP/CP/EP terms
+    plan/      one plan: Plan, memory per GPU, step time, estimate
+    search/    many plans: search, the advisor
+    answers/   the course's answers to guide questions, and the validation against published runs
+
 It never imports torch, ipywidgets, matplotlib or the runtime (``parlab.comm``), so widgets and
 searches stay instant. Every formula names its source in its docstring.
 
@@ -13,13 +21,52 @@ A plan in five dimensions adds ``cp`` (context parallelism: ring attention or Ul
 ``Plan(dp=8, tp=2, cp=4, ep=8, sequence_parallel=True)``.
 """
 
-from parlab.layout import ORDER, GroupSpan, coords, group_ranks, group_span, rank_of
-
-from . import inference as inference  # the decode-latency model (guide 4.1)
-from .advisor import Advice, advise
-from .assumptions import DEFAULT, Assumptions
-from .cluster import CLUSTERS, MAX_GPUS, Cluster, make_cluster
-from .collectives import (
+from parlab.costmodel.answers.scenarios import (
+    ScalingPoint,
+    advice,
+    comm_time_vs_bandwidth,
+    guide_1_19,
+    memory_vs_dp,
+    step_vs_inter_link,
+    term_table,
+    tp_without_nvlink,
+    zero3_ranking,
+    zero3_traffic_per_step,
+    zero3_vs_3d,
+)
+from parlab.costmodel.answers.single_gpu import Lever, lora_params, one_gpu_levers
+from parlab.costmodel.answers.validation import (
+    bloom_summary,
+    bloom_table,
+    megatron_summary,
+    megatron_table1,
+    megatron_zero3,
+    zero_paper_example,
+)
+from parlab.costmodel.plan.estimate import Estimate, Term, estimate, most_loaded_stage
+from parlab.costmodel.plan.memory import (
+    Zero3VsZero2,
+    fp32_gradient_copy,
+    in_flight_microbatches,
+    stage_activations,
+    stage_memory,
+    zero3_gathered_params,
+    zero3_units,
+    zero3_vs_zero2,
+    zero_model_states,
+)
+from parlab.costmodel.plan.spec import (
+    CP_IMPLS,
+    DTYPES,
+    OFFLOADS,
+    SCHEDULES,
+    TRAINING_DTYPES,
+    Plan,
+    check_plan,
+    training_dtype,
+)
+from parlab.costmodel.plan.step_time import StepTime, step_time
+from parlab.costmodel.pricing.collectives import (
     GroupLink,
     bus_factor,
     collective_time,
@@ -27,8 +74,7 @@ from .collectives import (
     ring_time,
     tree_time,
 )
-from .estimate import Estimate, Term, estimate, most_loaded_stage
-from .flops import (
+from parlab.costmodel.pricing.flops import (
     SECONDS_PER_DAY,
     SECONDS_PER_YEAR,
     implied_utilisation,
@@ -36,9 +82,12 @@ from .flops import (
     train_flops_6nd,
     training_seconds,
 )
-from .hardware import GB, GPUS, GiB, GPUSpec, get_gpu
-from .links import GBIT, GBYTE, LINKS, LinkSpec, custom_link, gbit_per_s, gbyte_per_s, get_link
-from .memory import (
+from parlab.costmodel.pricing.layer_flops import (
+    layer_forward_flops,
+    logit_forward_flops,
+    step_flops,
+)
+from parlab.costmodel.pricing.memory import (
     OPTIMIZERS,
     PRECISIONS,
     RECOMPUTE,
@@ -52,57 +101,37 @@ from .memory import (
     largest_model,
     model_state_memory,
 )
-from .models import MODELS, ModelSpec, get_model, gpt_like, megatron_eq2_params, parse_size
-from .plan import (
-    CP_IMPLS,
-    DTYPES,
-    OFFLOADS,
-    SCHEDULES,
-    TRAINING_DTYPES,
-    Plan,
-    check_plan,
-    training_dtype,
+from parlab.costmodel.pricing.params import layer_params_per_gpu, stage_params
+from parlab.costmodel.pricing.tensor_parallel import (
+    colossal_table,
+    compare_on_link,
+    layer_cost,
+    tp_layer_collectives,
 )
-from .plan_memory import (
-    Zero3VsZero2,
-    fp32_gradient_copy,
-    in_flight_microbatches,
-    layer_params_per_gpu,
-    stage_activations,
-    stage_memory,
-    stage_params,
-    zero3_gathered_params,
-    zero3_units,
-    zero3_vs_zero2,
-    zero_model_states,
+from parlab.costmodel.search.advisor import Advice, advise
+from parlab.costmodel.search.ranking import SearchResult, candidate_plans, factorizations, search
+from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
+from parlab.costmodel.specs.bands import BLOOM_MEMORY_BAND, MEGATRON_BAND
+from parlab.costmodel.specs.catalogue import MODELS, get_model
+from parlab.costmodel.specs.cluster import CLUSTERS, MAX_GPUS, Cluster, make_cluster
+from parlab.costmodel.specs.hardware import GB, GPUS, GiB, GPUSpec, get_gpu
+from parlab.costmodel.specs.links import (
+    GBIT,
+    GBYTE,
+    LINKS,
+    LinkSpec,
+    custom_link,
+    gbit_per_s,
+    gbyte_per_s,
+    get_link,
 )
-from .scenarios import (
-    ScalingPoint,
-    advice,
-    comm_time_vs_bandwidth,
-    guide_1_19,
-    memory_vs_dp,
-    step_vs_inter_link,
-    term_table,
-    tp_without_nvlink,
-    zero3_ranking,
-    zero3_traffic_per_step,
-    zero3_vs_3d,
-)
-from .search import SearchResult, candidate_plans, factorizations, search
-from .single_gpu import Lever, lora_params, one_gpu_levers
-from .step_time import StepTime, layer_forward_flops, logit_forward_flops, step_flops, step_time
-from .tensor_parallel import colossal_table, compare_on_link, layer_cost, tp_layer_collectives
-from .validation import (
-    BLOOM_MEMORY_BAND,
-    MEGATRON_BAND,
-    bloom_summary,
-    bloom_table,
-    megatron_summary,
-    megatron_table1,
-    megatron_zero3,
-    zero_paper_example,
-)
+from parlab.costmodel.specs.models import ModelSpec, gpt_like, megatron_eq2_params, parse_size
+from parlab.layout import ORDER, GroupSpan, coords, group_ranks, group_span, rank_of
+
+# modules the faces import by name (``from parlab.costmodel import alphabeta``)
+from .pricing import alphabeta as alphabeta
+from .pricing import inference as inference  # the decode-latency model (guide 4.1)
+from .pricing import trees as trees
 
 __all__ = [
     "CLUSTERS", "DEFAULT", "DTYPES", "GB", "GBIT", "GBYTE", "GPUS", "GiB", "LINKS", "MODELS", "OFFLOADS",
@@ -126,6 +155,6 @@ __all__ = [
     "Advice", "advise", "CP_IMPLS",
 ]
 
-from .reprs import install as _install_reprs  # noqa: E402  (short reprs of the result types)
+from parlab.costmodel.reprs import install as _install_reprs  # noqa: E402  (short reprs of the result types)
 
 _install_reprs()

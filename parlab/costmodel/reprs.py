@@ -27,12 +27,11 @@ MAX_REPR = 600  # no summary line is longer (a field list is cut with '...')
 def label(value: object) -> str:
     """A value in a few words: a model by name, a plan by ``describe()``, an estimate by its
     plan and step time, a list by its length and kind, a number to 4 digits."""
+    from parlab.costmodel.plan.estimate import Estimate
+    from parlab.costmodel.plan.spec import Plan
+    from parlab.costmodel.specs.cluster import Cluster
+    from parlab.costmodel.specs.models import ModelSpec
     from parlab.tables import human_bytes, human_seconds
-
-    from .cluster import Cluster
-    from .estimate import Estimate
-    from .models import ModelSpec
-    from .plan import Plan
 
     if isinstance(value, Estimate):
         return (f"<{value.plan.describe()}: {human_seconds(value.step_time)}, "
@@ -131,17 +130,24 @@ def estimate_html(est) -> str:
 
 def result_types() -> dict[type, tuple[Callable, Callable | None]]:
     """Each public result type and its (repr, html) functions."""
-    from .advisor import Advice, GuideRule, Verdict
-    from .estimate import Estimate
-    from .inference import DecodeFit, Generation, GPUGap
-    from .memory import ModelStateMemory
-    from .plan_memory import StageActivations, StageMemory, Zero3VsZero2
-    from .scenarios import Guide119, ScalingPoint, TPWithoutNVLink, Zero3Ranking
-    from .search import SearchResult
-    from .single_gpu import Lever
-    from .step_time import StepTime
-    from .validation import BloomRow, ErrorSummary, MegatronRow, Zero3Row
-    from .walls import ComputeWall, GPUFit, MemoryWall
+    from parlab.costmodel.answers.scenarios import (
+        Guide119,
+        ScalingPoint,
+        TPWithoutNVLink,
+        Zero3Ranking,
+    )
+    from parlab.costmodel.answers.single_gpu import Lever
+    from parlab.costmodel.answers.validation import BloomRow, ErrorSummary, MegatronRow, Zero3Row
+    from parlab.costmodel.answers.walls import ComputeWall, GPUFit, MemoryWall
+    from parlab.costmodel.plan.estimate import Estimate
+    from parlab.costmodel.plan.memory.activations import StageActivations
+    from parlab.costmodel.plan.memory.stage import StageMemory
+    from parlab.costmodel.plan.memory.zero_compare import Zero3VsZero2
+    from parlab.costmodel.plan.step_time import StepTime
+    from parlab.costmodel.pricing.inference import DecodeFit, Generation, GPUGap
+    from parlab.costmodel.pricing.memory import ModelStateMemory
+    from parlab.costmodel.search.advisor import Advice, GuideRule, Verdict
+    from parlab.costmodel.search.ranking import SearchResult
 
     special = {Estimate: (estimate_repr, estimate_html), SearchResult: (search_repr, search_html),
                Advice: (advice_repr, advice_html)}

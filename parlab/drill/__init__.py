@@ -20,7 +20,7 @@ API for faces (the chapter 12 notebook, a dashboard)::
     from parlab.drill import BANK, Quiz, select, count_by_section, TOPICS, SECTIONS
 
     quiz = Quiz(sections=["1.6", "1.7"], topics=None, kinds=None, seed=0)  # or sections="1" (a part)
-    quiz = Quiz(sections="1.19", lang="zh")   # the same cards in Chinese (parlab.zh.drill)
+    quiz = Quiz(sections="1.19", lang="zh")   # the same cards in Chinese (parlab.drill.zh.translate)
     card = quiz.next()        # Card: .key .section .topic .kind .title_zh .prompt .options .unit
                               #       .how_to_answer() .text() (plain text of the whole card)
     result = quiz.answer(s)   # Result: .correct .readable .given .expected .message .explanation

@@ -8,8 +8,13 @@ being 1.16 ("besides 3D parallelism, how else can you train at scale?")."""
 from __future__ import annotations
 
 from parlab.costmodel import get_model
-from parlab.costmodel.context_parallel import check_ulysses, ring_attention_bytes, ulysses_bytes
-from parlab.costmodel.expert_parallel import MoESpec, all_to_all_bytes_per_layer, expert_capacity
+from parlab.costmodel.pricing.context_parallel import (
+    check_ulysses,
+    ring_attention_bytes,
+    ulysses_bytes,
+)
+from parlab.costmodel.pricing.expert_parallel import all_to_all_bytes_per_layer
+from parlab.costmodel.specs.moe import MoESpec, expert_capacity
 from parlab.schedules import one_f_one_b, simulate
 from parlab.schedules.dualpipe import dualpipe
 

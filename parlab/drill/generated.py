@@ -24,7 +24,7 @@ from parlab.costmodel import (
     zero3_traffic_per_step,
     zero_model_states,
 )
-from parlab.costmodel.walls import compute_wall, memory_wall
+from parlab.costmodel.answers.walls import compute_wall, memory_wall
 from parlab.layout import rank_of
 from parlab.schedules import make_schedule, naive, one_f_one_b, peak_activations, simulate
 from parlab.tables import human_count
@@ -336,7 +336,7 @@ QUESTIONS = [
     Numeric("gen-tp-layer", "1.8", "tensor parallel", tp_layer_volume, "bytes", "MB", 0.02,
             why="TP's traffic scales with activations and recurs in every layer."),
     Numeric("gen-rank", "1.9", "3d parallel", global_rank, "count", "", 0.0,
-            why="The rank grid that both the cost model and the runtime use (parlab.costmodel.cluster)."),
+            why="The rank grid that both the cost model and the runtime use (parlab.costmodel.specs.cluster)."),
     Numeric("gen-naive-bubble", "1.12", "pipeline", naive_bubble, "fraction", "", 0.01,
             why="A plain layer split keeps one GPU of p busy."),
     Numeric("gen-gpus-to-hold", "1.12", "memory", gpus_to_hold, "count", "", 0.0,

@@ -4,7 +4,7 @@ choosing DP/TP/PP sizes (MT-NLG and BLOOM)."""
 from __future__ import annotations
 
 from parlab.costmodel import Plan, bloom_table, get_model, make_cluster, model_state_memory
-from parlab.costmodel.validation import bloom_summary
+from parlab.costmodel.answers.validation import bloom_summary
 
 from .questions import MultipleChoice, Named, Numeric, Posed
 

@@ -4,7 +4,7 @@ multi-node bandwidth, NCCL settings."""
 from __future__ import annotations
 
 from parlab.costmodel import custom_link, get_gpu, zero_model_states
-from parlab.guide_tables import GUIDE_4_1
+from parlab.course.guide_tables import GUIDE_4_1
 
 from .questions import MultipleChoice, Named, Numeric, Posed
 
@@ -26,7 +26,7 @@ def _hbm_ratio(_rng) -> Posed:
 def v100_slower_by() -> float:
     """How much slower the V100 answers than the A800 per character in guide 4.1's own rows: the
     ratio of the slopes of their straight lines (``guide_tables.line_fit``), as chapter 11 prints."""
-    from parlab.guide_tables import line_fit
+    from parlab.course.guide_tables import line_fit
 
     return line_fit("v100").slope / line_fit("a800").slope - 1
 

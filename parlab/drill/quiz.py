@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from .bank import BANK, select
 from .questions import Card, Question, Result
+from .zh.translate import translate
 
 LANGS = ("en", "zh")  # the languages a quiz can ask in
 
@@ -53,7 +54,7 @@ class Quiz:
 
     An unreadable answer is not counted and leaves the card open; the first readable answer
     is scored, later ones get feedback only. ``lang="zh"`` poses the same cards in Chinese
-    (``parlab.zh.drill``); English is the default.
+    (``parlab.drill.zh.translate``); English is the default.
     """
 
     def __init__(self, sections: str | Iterable[str] | None = None, topics: str | Iterable[str] | None = None,
@@ -85,8 +86,6 @@ class Quiz:
         question = self._deck.pop()
         seed = self._rng.randrange(2**31)
         if self.lang == "zh":
-            from parlab.zh.drill import translate
-
             self.card = translate(question, seed)
         else:
             self.card = question.pose(seed)

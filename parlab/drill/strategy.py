@@ -4,7 +4,7 @@ rules for one GPU, one node and several nodes."""
 from __future__ import annotations
 
 from parlab.costmodel import GPUS, get_model
-from parlab.costmodel.phases import one_gpu_fit
+from parlab.costmodel.answers.phases import one_gpu_fit
 
 from .questions import MultipleChoice, Named, Posed
 

@@ -10,8 +10,8 @@ from parlab.costmodel import (
     implied_utilisation,
     model_state_memory,
 )
-from parlab.costmodel.walls import compute_wall
-from parlab.guide import CLAIMS
+from parlab.costmodel.answers.walls import compute_wall
+from parlab.course.guide import CLAIMS
 
 from .questions import MultipleChoice, Named, Numeric, Posed
 
@@ -294,5 +294,5 @@ QUESTIONS = [
         correct="Tensor parallelism",
         wrong=("Data parallelism", "Pipeline parallelism", "None: ranks are assigned at random"),
         why="TP talks most, so its groups take adjacent ranks on one NVLink node; then DP, then PP "
-            "(parlab.costmodel.cluster.ORDER)."),
+            "(parlab.costmodel.specs.cluster.ORDER)."),
 ]

@@ -15,8 +15,8 @@ from parlab.costmodel import (
     zero3_traffic_per_step,
     zero_paper_example,
 )
+from parlab.course.guide import CLAIMS
 from parlab.data import read_csv
-from parlab.guide import CLAIMS
 
 from .questions import MultipleChoice, Named, Numeric, Posed
 

@@ -23,7 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from parlab.costmodel._check import non_negative, positive
+from parlab.costmodel.specs._check import non_negative, positive
 
 #: The 32 symbols of the corpus (32 divides evenly among tp = 1, 2, 4, 8 vocabulary shards).
 VOCAB = "\n !,.?abcdefghijklmnopqrstuvwxyz"

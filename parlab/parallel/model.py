@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from parlab.costmodel._check import boolean, non_negative, positive
+from parlab.costmodel.specs._check import boolean, non_negative, positive
 
 from .dataset import VOCAB_SIZE
 

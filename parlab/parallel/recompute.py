@@ -23,7 +23,7 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 from parlab.costmodel import RECOMPUTE, activation_bytes_per_layer
-from parlab.costmodel._check import canonical, positive
+from parlab.costmodel.specs._check import canonical, positive
 
 from .measure import SavedActivations
 from .model import (

@@ -1,6 +1,6 @@
 """The pure-Python part of parlab as one zip for Pyodide: the modules that importing the
 calculators (``parlab.site.calc``) loads and every module of the pure packages (``PURE``: some
-are imported only when a plan needs them, as ``costmodel.moe_layer`` for a mixture of experts,
+are imported only when a plan needs them, as ``costmodel.pricing.moe_layer`` for a mixture of experts,
 and a module missing from the zip would fail in the reader's browser only), found by importing
 them all in a fresh interpreter, plus the data files beside them (``parlab/data/*.csv``).
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 
-from parlab.costmodel.advisor import Advice, Scenario, Verdict, decision_branches, layout
-from parlab.costmodel.frameworks import LAYERS, STACKS
+from parlab.costmodel.answers.frameworks import LAYERS, STACKS
+from parlab.costmodel.search.advisor import Advice, Scenario, Verdict, decision_branches, layout
 from parlab.tables import plural
 
 from .figures import new_figure
@@ -19,7 +19,7 @@ AGREE, DISAGREE, OTHER, TIE = "#2b8a3e", "#c92a2a", "#868e96", "#e67700"
 
 
 def stack_figure(stacks: dict[str, tuple[str, ...]] = STACKS, layers: Sequence[str] = LAYERS):
-    """Guide 3.2's stacks side by side (``parlab.costmodel.frameworks.STACKS``): one column per stack,
+    """Guide 3.2's stacks side by side (``parlab.costmodel.answers.frameworks.STACKS``): one column per stack,
     one box per layer, accelerator at the bottom and launcher on top, colour by layer."""
     fig = new_figure(7.6, 3.3, left=0.2, right=0.99, bottom=0.03, top=0.9)
     ax = fig.add_subplot()

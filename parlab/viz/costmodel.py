@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from parlab.costmodel.estimate import Estimate
-from parlab.costmodel.scenarios import ScalingPoint
-from parlab.costmodel.validation import MegatronRow
+from parlab.costmodel.answers.scenarios import ScalingPoint
+from parlab.costmodel.answers.validation import MegatronRow
+from parlab.costmodel.plan.estimate import Estimate
 
 MEMORY_COLORS = {"parameters": "#4c72b0", "gradients": "#dd8452", "optimizer states": "#c44e52",
                  "activations": "#8172b3", "buffers + fragmentation (allowance)": "#aaaaaa"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from parlab.costmodel.estimate import Estimate
+from parlab.costmodel.plan.estimate import Estimate
 
 #: one colour per cp degree, the same in every figure of the chapter
 CP_COLORS = {1: "#4c72b0", 2: "#dd8452", 4: "#55a868", 8: "#c44e52", 16: "#8172b3", 32: "#937860"}

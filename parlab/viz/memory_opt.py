@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from parlab.costmodel.phases import StepPhases
+from parlab.costmodel.answers.phases import StepPhases
 
 from .costmodel import MEMORY_COLORS, stacked_bar
 
 POLICY_ORDER = ("none", "selective", "full")
-#: the terms of ``parlab.costmodel.phases.TERMS``, coloured as ``MEMORY_COLORS`` where they match
+#: the terms of ``parlab.costmodel.answers.phases.TERMS``, coloured as ``MEMORY_COLORS`` where they match
 PHASE_COLORS = {"parameters": MEMORY_COLORS["parameters"], "gradients": MEMORY_COLORS["gradients"],
                 "optimizer states": MEMORY_COLORS["optimizer states"], "activations": MEMORY_COLORS["activations"],
                 "fp32 gradient copy": "#e8b98f", "runtime buffers": "#777777", "fragmentation": "#cccccc"}

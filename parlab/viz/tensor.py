@@ -1,11 +1,11 @@
 """Pictures of chapter 05: the column and row splits of Y = XA, and the tensor-parallel modes'
-per-layer time and memory (numbers from ``parlab.costmodel.tensor_parallel``)."""
+per-layer time and memory (numbers from ``parlab.costmodel.pricing.tensor_parallel``)."""
 
 from __future__ import annotations
 
 from matplotlib.patches import Rectangle
 
-from parlab.costmodel.tensor_parallel import LABELS, MODES, ModeOnLink, layer_cost, tp_grid
+from parlab.costmodel.pricing.tensor_parallel import LABELS, MODES, ModeOnLink, layer_cost, tp_grid
 
 from .figures import log_ticks, new_figure
 

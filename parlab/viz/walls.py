@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from parlab.costmodel.hardware import GPUS
-from parlab.costmodel.walls import ComputeWall, MemoryWall, compute_wall
+from parlab.costmodel.answers.walls import ComputeWall, MemoryWall, compute_wall
+from parlab.costmodel.specs.hardware import GPUS
 
 from .costmodel import stacked_bar
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from matplotlib.patches import Rectangle
 
 from parlab.costmodel import zero_model_states
-from parlab.costmodel.estimate import Estimate
+from parlab.costmodel.plan.estimate import Estimate
 
 from .comm import FONT, RANK_COLORS
 from .costmodel import MEMORY_COLORS, TIME_COLORS, stacked_bar
@@ -177,7 +177,7 @@ def stages_figure(estimates: Mapping[int, Estimate | str], selected: int):
 def megatron_zero3_figure(rows: Sequence):
     """Guide 1.17's picture from Narayanan et al. 2021 (Sec. 5.2, Table 2): TFLOP/s per GPU of GPT-3
     175B against the GPU count at a fixed global batch, ZeRO-3 measured and modelled (its rows from
-    ``parlab.costmodel.validation.megatron_zero3``) beside PTD-P (3D parallelism) measured; the
+    ``parlab.costmodel.answers.validation.megatron_zero3``) beside PTD-P (3D parallelism) measured; the
     colours are the advisor's (``FAMILY_COLORS``)."""
     from .costmodel import FAMILY_COLORS
 

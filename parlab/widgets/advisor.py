@@ -1,6 +1,6 @@
 """Chapter 10's advisor dashboard: model, cluster, GPU count and global batch -> the fastest plan
 and why, in plain words, beside the guide's rule for the same setting (guide 3.3-3.5), from
-``parlab.costmodel.advisor``."""
+``parlab.costmodel.search.advisor``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ import html as html_lib
 import ipywidgets as widgets
 
 from parlab.costmodel import CLUSTERS, LINKS
-from parlab.costmodel.advisor import SCENARIO_CHOICES, Scenario, Verdict, layout, scenario_verdict
+from parlab.costmodel.search.advisor import (
+    SCENARIO_CHOICES,
+    Scenario,
+    Verdict,
+    layout,
+    scenario_verdict,
+)
 from parlab.tables import plural
 from parlab.viz.html import html_table
 

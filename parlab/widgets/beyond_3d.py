@@ -10,8 +10,8 @@ from dataclasses import replace
 import ipywidgets as widgets
 
 from parlab.costmodel import RECOMPUTE
-from parlab.costmodel.estimate import Estimate
-from parlab.costmodel.plan import CP_IMPLS
+from parlab.costmodel.plan.estimate import Estimate
+from parlab.costmodel.plan.spec import CP_IMPLS
 from parlab.tables import human_bytes, human_seconds
 
 from .base import Dashboard, model_box

@@ -1,6 +1,6 @@
 """Chapter 02's dashboard: message size, ranks, bandwidth, latency, algorithm -> time, and why.
 
-Every number comes from ``parlab.costmodel.alphabeta`` (Thakur et al. 2005's cost expressions,
+Every number comes from ``parlab.costmodel.pricing.alphabeta`` (Thakur et al. 2005's cost expressions,
 Sanders et al. 2009 for the double binary tree); the dashboard only reads the knobs and shows
 which term dominates and which algorithm wins. The algorithm menu offers what the chosen
 collective has, from the cost model's one table (``alphabeta.ALGORITHMS``).

@@ -1,5 +1,5 @@
 """Chapter 03's dashboard: model size, GPUs, link, bucket size and micro-batch -> memory per GPU
-and step time of DDP with and without overlap, from ``parlab.costmodel.data_parallel``."""
+and step time of DDP with and without overlap, from ``parlab.costmodel.plan.data_parallel``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import html as html_lib
 import ipywidgets as widgets
 
 from parlab.costmodel import GPUS
-from parlab.costmodel.data_parallel import DDPStep, bucket_sweep, ddp_step
+from parlab.costmodel.plan.data_parallel import DDPStep, bucket_sweep, ddp_step
 from parlab.tables import human_bytes, human_seconds
 from parlab.viz.html import html_table
 

@@ -12,7 +12,7 @@ message only (nothing counted, nothing revealed).
     dash.answer_with("B"); dash.check_button.click()     # in a plain pytest, no kernel
     dash.new_button.click()
     dash.controls["section"].value = "1.7"               # a new quiz on one guide section
-    dash.controls["language"].value = "zh"               # the same drill in Chinese (parlab.zh.drill)
+    dash.controls["language"].value = "zh"               # the same drill in Chinese (parlab.drill.zh.translate)
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ GUIDE_PARTS = {"1": "theory", "2": "practice at scale", "3": "choosing a strateg
 KIND_NAMES = {"choice": "multiple choice", "name": "a name", "number": "a number"}
 ALL = "all"
 LANGUAGES = [("English", "en"), ("中文", "zh")]
-#: the card's chrome in Chinese (the card's own text comes translated from parlab.zh.drill)
+#: the card's chrome in Chinese (the card's own text comes translated from parlab.drill.zh.translate)
 KIND_NAMES_ZH = {"choice": "选择题", "name": "填名称", "number": "填数字"}
 
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import ipywidgets as widgets
 
-from parlab.costmodel.inference import DecodeFit, Generation, fit_decode
-from parlab.guide_tables import chatglm_inference, measured_pairs
+from parlab.costmodel.pricing.inference import DecodeFit, Generation, fit_decode
+from parlab.course.guide_tables import chatglm_inference, measured_pairs
 from parlab.viz.html import html_table
 from parlab.viz.inference import answer_figure
 

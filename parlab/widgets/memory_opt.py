@@ -1,6 +1,6 @@
 """Chapter 09's dashboard: model, sequence length, micro-batch, recompute, offload, precision ->
 one GPU's memory by term in each phase of the step (forward/backward against the optimizer step,
-``parlab.costmodel.phases``), which phase sets the peak, beside the other recompute policies."""
+``parlab.costmodel.answers.phases``), which phase sets the peak, beside the other recompute policies."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from parlab.costmodel import (
     get_model,
     make_cluster,
 )
-from parlab.costmodel.phases import (
+from parlab.costmodel.answers.phases import (
     FORWARD_BACKWARD,
     OPTIMIZER_STEP,
     TERMS,

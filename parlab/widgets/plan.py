@@ -8,8 +8,8 @@ import html as html_lib
 import ipywidgets as widgets
 
 from parlab.costmodel import CLUSTERS, DTYPES, GPUS, LINKS, OFFLOADS, RECOMPUTE, SCHEDULES
-from parlab.costmodel.estimate import Estimate, Term
-from parlab.costmodel.search import SearchResult
+from parlab.costmodel.plan.estimate import Estimate, Term
+from parlab.costmodel.search.ranking import SearchResult
 from parlab.viz.figures import new_figure
 from parlab.viz.html import html_table
 

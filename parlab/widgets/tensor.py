@@ -1,6 +1,6 @@
 """Chapter 05's dashboard: tensor-parallel degree, link, model and micro-batch -> per-layer
 communication time and memory per GPU of Megatron 1D (with and without sequence parallelism)
-and Colossal-AI's 2D, 2.5D and 3D, from ``parlab.costmodel.tensor_parallel.compare_on_link``."""
+and Colossal-AI's 2D, 2.5D and 3D, from ``parlab.costmodel.pricing.tensor_parallel.compare_on_link``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import html as html_lib
 import ipywidgets as widgets
 
 from parlab.costmodel import GPUS
-from parlab.costmodel.tensor_parallel import ModeOnLink, compare_on_link
+from parlab.costmodel.pricing.tensor_parallel import ModeOnLink, compare_on_link
 from parlab.tables import human_bytes, human_seconds
 from parlab.viz.html import html_table
 

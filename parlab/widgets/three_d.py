@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from parlab.costmodel import RECOMPUTE, SCHEDULES
-from parlab.costmodel.estimate import Estimate
+from parlab.costmodel.plan.estimate import Estimate
 from parlab.viz.html import html_table
 
 from .plan import SAME, PlanDashboard, _cluster, _cluster_controls

@@ -8,7 +8,7 @@ import html as html_lib
 import ipywidgets as widgets
 
 from parlab.costmodel import GPUS, OPTIMIZERS, PRECISIONS, RECOMPUTE
-from parlab.costmodel.walls import ComputeWall, MemoryWall, compute_wall, memory_wall
+from parlab.costmodel.answers.walls import ComputeWall, MemoryWall, compute_wall, memory_wall
 from parlab.tables import human_bytes, human_count
 from parlab.viz.figures import new_figure
 from parlab.viz.html import html_table

@@ -9,7 +9,7 @@ import html as html_lib
 import ipywidgets as widgets
 
 from parlab.costmodel import CLUSTERS, LINKS, OFFLOADS, RECOMPUTE
-from parlab.costmodel.estimate import Estimate
+from parlab.costmodel.plan.estimate import Estimate
 from parlab.tables import human_bytes, human_seconds
 from parlab.viz.html import html_table
 

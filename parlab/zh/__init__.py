@@ -4,7 +4,7 @@
   heading explaining it (``glossary.GLOSSARY``, ``glossary.find``); ``GlossaryBrowser`` searches it.
 - ``spoken(section)`` / ``show_spoken(*sections)``: the 中文口述版 of a guide section, rendered
   from ``answers.SPOKEN`` with numbers computed by ``numbers.values``.
-- ``parlab.drill.Quiz(lang="zh")``: the drill in Chinese (``parlab.zh.drill``).
+- ``parlab.drill.Quiz(lang="zh")``: the drill in Chinese (``parlab.drill.zh.translate``).
 """
 
 from .glossary import GLOSSARY, Term, find

@@ -6,7 +6,7 @@ glossary in chapter 00, the drill in both languages in chapter 12.
 Idempotent: a cell carries the tag ``zh`` plus its own key tag (``zh-spoken-1.17``, ``zh-glossary``,
 ``zh-drill``); a notebook that already has a key is left alone for that key. The cells' sources are
 hidden (``jupyter.source_hidden``), as chapter 01's answer cells; their outputs come from the
-next execution of the notebook (``python -m parlab.nbtools execute ...``).
+next execution of the notebook (``python -m parlab.course.nbtools execute ...``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ DRILL_MD = """### 中文练习 / The drill in Chinese
 generated card's numbers come from the same parlab computation); the dashboard's 语言 switch does the
 same. One card in both languages:"""
 
-DRILL_CODE = """from parlab.zh.drill import both_languages
+DRILL_CODE = """from parlab.drill.bilingual import both_languages
 both_languages("1.19", seed=2)"""
 
 

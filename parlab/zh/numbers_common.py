@@ -3,10 +3,7 @@ computations."""
 
 from __future__ import annotations
 
-from parlab.costmodel import (
-    GiB,
-    get_link,
-)
+from parlab.costmodel import GiB, get_link
 
 #: BLOOM 176B's layout (BigScience 2022, the bloom-book; chapter 08 section 6 prices the same Plan)
 BLOOM_LAYOUT = {"dp": 8, "tp": 4, "pp": 12}
@@ -20,7 +17,7 @@ def _idle(p: int, m: int, schedule: str = "gpipe", v: int = 2) -> float:
 
 
 def _mtnlg() -> dict[str, str]:
-    from parlab.costmodel.mtnlg import mtnlg_plan
+    from parlab.costmodel.answers.mtnlg import mtnlg_plan
 
     plan = mtnlg_plan()
     return {"tp": str(plan.tp), "pp": str(plan.pp), "dp": str(plan.dp), "replica": _f(plan.tp * plan.pp),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from parlab import derivations as d
 from parlab.costmodel import (
     GPUS,
     SECONDS_PER_YEAR,
@@ -15,8 +14,9 @@ from parlab.costmodel import (
     train_flops_6nd,
     training_seconds,
 )
-from parlab.costmodel.walls import compute_wall, largest_trainable, memory_wall
-from parlab.guide import CLAIMS
+from parlab.costmodel.answers.walls import compute_wall, largest_trainable, memory_wall
+from parlab.course import derivations as d
+from parlab.course.guide import CLAIMS
 
 from .numbers_common import GB, _f, _gb, _gib, _idle, _link_gbps, _mtnlg, _pct, _s
 
@@ -43,7 +43,7 @@ def s_1_2() -> dict[str, str]:
 
 
 def s_1_3() -> dict[str, str]:
-    from parlab.costmodel.ring_vs_tree import ring_tree_crossover
+    from parlab.costmodel.pricing.ring_vs_tree import ring_tree_crossover
 
     p = 8
     steps, volume, _ = alphabeta.shape("all_reduce", "ring", p, 1.0)
@@ -64,7 +64,7 @@ def s_1_4() -> dict[str, str]:
 
 
 def s_1_5() -> dict[str, str]:
-    from parlab.costmodel.data_parallel import ddp_step
+    from parlab.costmodel.plan.data_parallel import ddp_step
 
     fast = ddp_step("llama-7b", 8, "ib-hdr")
     slow = ddp_step("llama-7b", 8, "10gbe")
@@ -116,7 +116,7 @@ def s_1_10() -> dict[str, str]:
 
 
 def s_1_11() -> dict[str, str]:
-    from parlab.costmodel.data_parallel import scaling_crossover, speedup
+    from parlab.costmodel.plan.data_parallel import scaling_crossover, speedup
 
     batch = 256
     return {"n": "8", "batch": str(batch), "speed_ib": _f(speedup("llama-7b", 8, "ib-hdr", batch), 1),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from functools import cache
 
-from parlab import derivations as d
 from parlab.costmodel import (
     GPUS,
     alphabeta,
@@ -14,13 +13,14 @@ from parlab.costmodel import (
     model_state_memory,
     train_flops_6nd,
 )
-from parlab.guide import CLAIMS
+from parlab.course import derivations as d
+from parlab.course.guide import CLAIMS
 
 from .numbers_common import BLOOM_LAYOUT, GB, _f, _gb, _gib, _idle, _link_gbps, _mtnlg, _pct, _s
 
 
 def s_1_15() -> dict[str, str]:
-    from parlab.costmodel.tensor_parallel import colossal_table
+    from parlab.costmodel.pricing.tensor_parallel import colossal_table
 
     one, two = colossal_table("1d", 16), colossal_table("2d", 16)
     return {"p": "16", "bw_1d": _s(one["bandwidth"]), "bw_2d": _s(two["bandwidth"]),
@@ -29,14 +29,14 @@ def s_1_15() -> dict[str, str]:
 
 @cache
 def _zero_example() -> dict[int, float]:
-    from parlab.costmodel.validation import zero_paper_example
+    from parlab.costmodel.answers.validation import zero_paper_example
 
     return zero_paper_example()
 
 
 def s_1_16() -> dict[str, str]:
     z = _zero_example()
-    from parlab.costmodel.scenarios import zero3_traffic_per_step
+    from parlab.costmodel.answers.scenarios import zero3_traffic_per_step
 
     ddp = alphabeta.shape("all_reduce", "ring", 64, 2.0)[1]  # bytes per parameter, 16-bit gradients
     return {"b": "7.5", "n": "64", "z0": _f(z[0]), "z1": _f(z[1], 1), "z2": _f(z[2], 1), "z3": _f(z[3], 1),
@@ -44,7 +44,7 @@ def s_1_16() -> dict[str, str]:
 
 
 def s_1_17() -> dict[str, str]:
-    from parlab.costmodel.scenarios import zero3_traffic_per_step
+    from parlab.costmodel.answers.scenarios import zero3_traffic_per_step
 
     gpt3 = get_model("gpt3-175b")
     n_gpus, batch = 1024, 1536
@@ -65,7 +65,7 @@ def s_1_18() -> dict[str, str]:
 
 @cache
 def _guide_1_19():
-    from parlab.costmodel.scenarios import guide_1_19
+    from parlab.costmodel.answers.scenarios import guide_1_19
 
     return guide_1_19()
 
@@ -102,7 +102,7 @@ def _offloaded_bytes_per_param() -> float:
 
 
 def s_1_22() -> dict[str, str]:
-    from parlab.costmodel.frameworks import FRAMEWORKS
+    from parlab.costmodel.answers.frameworks import FRAMEWORKS
 
     runs = _runs()
     mega, opt = runs["Megatron-LM"], runs["PyTorch FSDP + Megatron TP (Metaseq)"]
@@ -112,7 +112,7 @@ def s_1_22() -> dict[str, str]:
 
 def _runs() -> dict:
     """The published run of each stack (chapter 10's table, ``costmodel.stacks``), first per stack."""
-    from parlab.costmodel.stacks import stack_runs
+    from parlab.costmodel.answers.stacks import stack_runs
 
     out: dict = {}
     for r in stack_runs():
@@ -140,7 +140,7 @@ def s_2_3() -> dict[str, str]:
 def s_3_2() -> dict[str, str]:
     runs = _runs()
     palm, llama = runs["JAX / XLA on TPU (Pathways)"], runs["PyTorch in-house 4D (Meta)"]
-    from parlab.costmodel.stacks import stack_runs
+    from parlab.costmodel.answers.stacks import stack_runs
 
     bloom = next(r for r in stack_runs() if r.run.startswith("BLOOM"))
     return {"palm_chips": _f(palm.count), "palm_mfu": f"{palm.figure:g}%", "llama_gpus": _f(llama.count),
@@ -148,7 +148,7 @@ def s_3_2() -> dict[str, str]:
 
 
 def s_3_3() -> dict[str, str]:
-    from parlab.costmodel.single_gpu import one_gpu_levers
+    from parlab.costmodel.answers.single_gpu import one_gpu_levers
 
     full, int8, lora, qlora, offload = one_gpu_levers("llama-7b")[1:]
     return {"card_mem": _gib(GPUS["a100-80gb"].memory_bytes), "full_gb": _gb(full.total), "int8_gb": _gb(int8.total),
@@ -167,8 +167,8 @@ def s_3_5() -> dict[str, str]:
 
 # -- part 4 ---------------------------------------------------------------------------------------
 def s_4_1() -> dict[str, str]:
-    from parlab.costmodel.inference import fit_decode, gpu_gap, weight_bytes
-    from parlab.guide_tables import line_fit, measured_pairs
+    from parlab.costmodel.pricing.inference import fit_decode, gpu_gap, weight_bytes
+    from parlab.course.guide_tables import line_fit, measured_pairs
 
     fit = fit_decode(measured_pairs())
     gap = gpu_gap(fit, 1000)
@@ -182,7 +182,7 @@ def s_4_2() -> dict[str, str]:
 
 
 def s_4_4() -> dict[str, str]:
-    from parlab.costmodel.scenarios import comm_time_vs_bandwidth
+    from parlab.costmodel.answers.scenarios import comm_time_vs_bandwidth
 
     n = get_model("llama-7b").num_params()
     rows = comm_time_vs_bandwidth(2 * n, 2, [64, 800])

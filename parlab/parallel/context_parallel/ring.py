@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
-from parlab.costmodel.context_parallel import causal_pairs, rank_chunks
+from parlab.costmodel.pricing.context_parallel import causal_pairs, rank_chunks
 
 from .blocks import SoftmaxState, block_backward, block_state, merge
 

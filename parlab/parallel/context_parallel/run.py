@@ -1,6 +1,6 @@
 """Context parallelism run for real beside its references: ring attention or DeepSpeed-Ulysses on
 cp ranks against serial causal attention (outputs and gradients), the bytes each rank sent
-against ``parlab.costmodel.context_parallel``'s formulas, and each rank's attention work.
+against ``parlab.costmodel.pricing.context_parallel``'s formulas, and each rank's attention work.
 
     setting = CPSetting("ring", cp=4, balanced=True)
     result = run_context_parallel(setting)          # checks, then runs on 4 local ranks
@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from parlab.costmodel._check import boolean, canonical, positive
-from parlab.costmodel.context_parallel import (
+from parlab.costmodel.pricing.context_parallel import (
     LayerBytes,
     causal_work,
     check_ring,
@@ -27,6 +26,7 @@ from parlab.costmodel.context_parallel import (
     ring_attention_bytes,
     ulysses_bytes,
 )
+from parlab.costmodel.specs._check import boolean, canonical, positive
 
 from ..model import causal_attention
 from .ring import RingWork, ring_attention

@@ -1,13 +1,13 @@
 """A rank's part of the sequence under context parallelism: the positions of the naive split
 (rank r: the r-th of cp contiguous blocks, as DeepSpeed-Ulysses holds it) or of the load-balanced
 causal split (rank r: chunks r and 2 cp - 1 - r of 2 cp, Megatron-Core and Llama 3 Section
-3.3.2), from the one definition in ``parlab.costmodel.context_parallel.rank_positions``."""
+3.3.2), from the one definition in ``parlab.costmodel.pricing.context_parallel.rank_positions``."""
 
 from __future__ import annotations
 
 import torch
 
-from parlab.costmodel.context_parallel import rank_positions
+from parlab.costmodel.pricing.context_parallel import rank_positions
 
 
 def shard_sequence(x: torch.Tensor, rank: int, cp: int, balanced: bool = True, dim: int = -2) -> torch.Tensor:

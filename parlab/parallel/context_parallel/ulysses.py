@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from parlab.costmodel.context_parallel import check_ulysses
+from parlab.costmodel.pricing.context_parallel import check_ulysses
 
 from ..model import causal_attention
 

@@ -1,6 +1,6 @@
 """Expert parallelism (mixture of experts; chapter 13, beyond the guide): top-k routing with a
 capacity and the load-balancing loss, experts split over the EP ranks, tokens moved by all-to-all.
-The shapes and their costs are ``parlab.costmodel.expert_parallel`` (``MoESpec``).
+The shapes and their costs are ``parlab.costmodel.pricing.expert_parallel`` (``MoESpec``).
 
     router.py          top-k gating, capacity slots, Switch Transformer's auxiliary loss
     experts.py         E expert MLPs run batched; dispatch to and combine from their buffers

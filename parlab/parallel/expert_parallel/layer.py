@@ -1,6 +1,6 @@
 """A mixture-of-experts layer in place of TinyGPT's MLP, on one process (the serial reference).
 
-    moe = MoE(spec, hidden=64, groups=2)      # spec: parlab.costmodel.expert_parallel.MoESpec
+    moe = MoE(spec, hidden=64, groups=2)      # spec: parlab.costmodel.pricing.expert_parallel.MoESpec
     y = moe(x)                                # x (b, s, h) -> (b, s, h); moe.stats: load, drops
 
 The b s tokens are routed in ``groups`` groups along the batch (GShard's groups, Lepikhin et al.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from parlab.costmodel.expert_parallel import MoESpec
+from parlab.costmodel.specs.moe import MoESpec
 
 from .experts import GroupedExperts, combine, dispatch
 from .router import Routing, route
@@ -72,7 +72,7 @@ class _AuxLossAutoScaler(torch.autograd.Function):
 def check_spec(spec: object, hidden: int) -> MoESpec:
     """``spec`` if it is a MoESpec the runtime runs (TinyGPT's experts: GeLU with biases)."""
     if not isinstance(spec, MoESpec):
-        raise TypeError(f"spec must be a parlab.costmodel.expert_parallel.MoESpec, got {spec!r}")
+        raise TypeError(f"spec must be a parlab.costmodel.pricing.expert_parallel.MoESpec, got {spec!r}")
     if spec.gated or not spec.bias:
         raise ValueError(f"the runtime's experts are TinyGPT's MLP (GeLU, with biases): use "
                          f"MoESpec(gated=False, bias=True), got gated={spec.gated}, bias={spec.bias}")

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from parlab.costmodel.expert_parallel import MoESpec, max_violation
+from parlab.costmodel.pricing.expert_parallel import max_violation
+from parlab.costmodel.specs.moe import MoESpec
 
 from ..model import INIT_STD, GPTConfig, TinyGPT, check_tokens, make_optimizer
 from .layer import AUX_LOSS_COEF, MoE, MoEStats
@@ -36,7 +37,7 @@ class MoEGPT(TinyGPT):
         super().__init__(config)
         cfg = self.config
         if spec is None:
-            raise ValueError("MoEGPT needs spec, a parlab.costmodel.expert_parallel.MoESpec")
+            raise ValueError("MoEGPT needs spec, a parlab.costmodel.pricing.expert_parallel.MoESpec")
         if spec.dense_layers >= cfg.n_layer:
             raise ValueError(f"MoESpec.dense_layers={spec.dense_layers} leaves no MoE layer in "
                              f"n_layer={cfg.n_layer}")

@@ -13,7 +13,7 @@ data-parallel group). Per MoE layer and micro-batch:
 
 The backward runs the two all-to-alls again (the gradient of an all-to-all is the all-to-all of
 the gradient): 4 per layer and step, each sending (ep - 1)/ep of the E C h buffer, which is
-``parlab.costmodel.expert_parallel.all_to_all_bytes_per_layer``. With the same tokens on the same
+``parlab.costmodel.pricing.expert_parallel.all_to_all_bytes_per_layer``. With the same tokens on the same
 ranks the routing is the serial ``MoE``'s with groups = ep, so the outputs and gradients are too.
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from parlab.costmodel.expert_parallel import check_ep
+from parlab.costmodel.pricing.expert_parallel import check_ep
 
 from ..tensor_parallel.split_backward import communicated
 from .experts import GroupedExperts, combine, dispatch

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from parlab.costmodel.expert_parallel import MoESpec, expert_capacity
+from parlab.costmodel.specs.moe import MoESpec, expert_capacity
 
 
 @dataclass

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from parlab.guide import CLAIMS
+from parlab.course.guide import CLAIMS
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 GUIDE_FP16_MAX = float(CLAIMS["fp16-max"].value)  # guide 1.21: "overflows to inf past 65506" (it is 65504)

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 import torch
 
-from parlab.costmodel._check import positive
+from parlab.costmodel.specs._check import positive
 
 
 class DynamicLossScaler:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from parlab.costmodel._check import positive
+from parlab.costmodel.specs._check import positive
 
 from ..dataset import batches
 from ..model import GPTConfig, TinyGPT, lm_loss, make_optimizer

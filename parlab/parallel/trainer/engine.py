@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 import torch
 
-from parlab.costmodel._check import positive
+from parlab.costmodel.specs._check import positive
 
 from ..dataset import batches
 from ..grid import ProcessGrid

@@ -33,8 +33,8 @@ from collections.abc import Iterable
 import torch
 from torch import nn
 
-from parlab.costmodel.context_parallel import rank_positions
-from parlab.costmodel.expert_parallel import MoESpec
+from parlab.costmodel.pricing.context_parallel import rank_positions
+from parlab.costmodel.specs.moe import MoESpec
 from parlab.layout import Grid
 
 from ..context_parallel.ring import ring_attention

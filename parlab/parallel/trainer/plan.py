@@ -12,10 +12,9 @@ import os
 import signal
 from dataclasses import dataclass, field, replace
 
-from parlab.costmodel._check import positive
-from parlab.layout import Grid
+from parlab.costmodel.specs._check import positive
+from parlab.layout import Grid, check_layout
 from parlab.schedules import SCHEDULES, Schedule, make_schedule
-from parlab.train_checks import check_layout
 
 from ..model import GPTConfig
 from ..pipeline_parallel.executor import StageRun

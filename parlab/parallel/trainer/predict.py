@@ -17,14 +17,10 @@ sum of exponentials) forward. Numbers are bytes of fp32 (4 per element).
 from __future__ import annotations
 
 from parlab.costmodel import alphabeta
-from parlab.costmodel.memory import model_state_memory
-from parlab.costmodel.plan_memory import (
-    layer_params_per_gpu,
-    stage_layers,
-    stage_params,
-    zero_model_states,
-)
-from parlab.costmodel.tensor_parallel import Collective, tp_layer_collectives
+from parlab.costmodel.plan.memory import zero_model_states
+from parlab.costmodel.pricing.memory import model_state_memory
+from parlab.costmodel.pricing.params import layer_params_per_gpu, stage_layers, stage_params
+from parlab.costmodel.pricing.tensor_parallel import Collective, tp_layer_collectives
 from parlab.schedules import peak_chunks_in_flight
 
 from ..model import GPTConfig
@@ -138,7 +134,7 @@ def rank_memory(config: GPTConfig, plan, pp_rank: int) -> float:
     ``predict``: weights, gradients, AdamW's moments) and the activations of its micro-batches in
     flight (Korthikanti et al. 2022, Table 2, ``activation_bytes_per_layer``, x2 for fp32), with
     the last stage's logits and their gradient (b s V / tp, fp32)."""
-    from parlab.costmodel.memory import activation_bytes_per_layer
+    from parlab.costmodel.pricing.memory import activation_bytes_per_layer
 
     n_params = predicted_params(config, plan.tp, plan.pp, plan.v, pp_rank)
     states = (zero_model_states(n_params, plan.dp, 1, "fp32") if plan.zero1 and plan.dp > 1

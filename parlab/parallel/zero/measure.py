@@ -80,7 +80,7 @@ def zero_memory_rows(comm, stage: int, cfg=None, *, dtype: str = "fp32", batch: 
 
 def zero_traffic_rows(comm, cfg=None, *, batch: int = 8, dtype: str = "fp32") -> list[dict]:
     """Bytes this rank sent in one step of DDP and of ZeRO stages 1-3 (fp32 gradients for
-    DDP), with the ratio to DDP, beside the cost model's (``parlab.costmodel.alphabeta.traffic``
+    DDP), with the ratio to DDP, beside the cost model's (``parlab.costmodel.pricing.alphabeta.traffic``
     of the ring collectives over Psi parameters; ``zero3_traffic_per_step`` for stage 3): rows
     ``{"strategy", "bytes_sent", "ratio", "modelled", "modelled_ratio"}``. Measured on the local
     backend it is the bytes really sent (stages 1-2 move a little more than DDP: each unit is

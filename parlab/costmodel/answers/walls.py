@@ -1,0 +1,131 @@
+"""The two walls of guide 1.1 on a single GPU: memory (states + activations) and compute (days).
+
+Compositions of the engine's formulas for chapter 01 and its dashboards; no new formula here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from parlab.costmodel.pricing.flops import train_flops_6nd, training_seconds
+from parlab.costmodel.pricing.memory import (
+    ModelStateMemory,
+    activation_bytes,
+    get_precision,
+    model_state_memory,
+)
+from parlab.costmodel.specs._check import positive
+from parlab.costmodel.specs.catalogue import get_model
+from parlab.costmodel.specs.hardware import GPUS, GPUSpec, get_gpu
+from parlab.costmodel.specs.models import ModelSpec
+
+
+@dataclass(frozen=True)
+class GPUFit:
+    """Whether a training job fits one ``gpu``, and the fewest GPUs that could hold it if the
+    model states were split evenly over them (ZeRO-3 style) while each keeps its activations."""
+
+    gpu: GPUSpec
+    fits_one: bool
+    min_gpus: int | None  # None: the activations alone exceed one GPU
+
+
+@dataclass(frozen=True)
+class MemoryWall:
+    """Bytes needed to train ``model`` on one GPU: model states plus activations."""
+
+    model: ModelSpec
+    states: ModelStateMemory
+    activations: float
+    micro_batch: int
+    recompute: str
+
+    @property
+    def total(self) -> float:
+        return self.states.total + self.activations
+
+    def terms(self) -> dict[str, float]:
+        return {**self.states.terms(), "activations": self.activations}
+
+    def fit(self, gpu: str | GPUSpec) -> GPUFit:
+        g = get_gpu(gpu)
+        room = g.memory_bytes - self.activations
+        if room <= 0:
+            return GPUFit(g, False, None)
+        return GPUFit(g, self.total <= g.memory_bytes, max(1, math.ceil(self.states.total / room)))
+
+    def fits(self) -> list[GPUFit]:
+        return [self.fit(g) for g in GPUS.values()]
+
+
+def memory_wall(model: str | ModelSpec, dtype: str = "mixed", optimizer: str = "adam",
+                micro_batch: int = 1, recompute: str = "none") -> MemoryWall:
+    """Model states (ZeRO paper, Sec. 3.1) + activations (Korthikanti et al. 2022) on one GPU.
+
+    With ``optimizer='none'`` (inference) there is no backward pass, so no activations are kept.
+    """
+    m = get_model(model)
+    states = model_state_memory(m.num_params(), dtype, optimizer)
+    acts = 0.0 if states.optimizer == "none" else activation_bytes(m, micro_batch, recompute)
+    return MemoryWall(m, states, acts, micro_batch, recompute)
+
+
+@dataclass(frozen=True)
+class ComputeWall:
+    """Time to train ``model`` on ``tokens`` with ``n_gpus`` GPUs at ``utilisation`` of peak,
+    assuming perfect scaling (the best case; later chapters price the communication)."""
+
+    model: ModelSpec
+    tokens: float
+    flops: float
+    gpu: GPUSpec
+    n_gpus: int
+    utilisation: float
+    dtype: str
+    seconds: float
+
+    @property
+    def seconds_one_gpu(self) -> float:
+        return self.seconds * self.n_gpus
+
+    @property
+    def days(self) -> float:
+        return self.seconds / 86_400
+
+    @property
+    def days_one_gpu(self) -> float:
+        return self.days * self.n_gpus
+
+    @property
+    def peak_flops(self) -> float:
+        """Peak FLOP/s of one GPU in the compute type of ``dtype``."""
+        return self.gpu.peak_flops(get_precision(self.dtype).compute_dtype)
+
+
+def compute_wall(model: str | ModelSpec, tokens: float = 300e9, gpu: str | GPUSpec = "a100-80gb",
+                 n_gpus: int = 1, utilisation: float = 0.5, dtype: str = "mixed") -> ComputeWall:
+    """C = 6 N D training FLOPs (Kaplan et al. 2020) over n GPUs x peak x utilisation."""
+    m = get_model(model)
+    positive("tokens", tokens)
+    flops = train_flops_6nd(m.num_params(), tokens)
+    g = get_gpu(gpu)
+    seconds = training_seconds(flops, n_gpus, g, utilisation, dtype)
+    return ComputeWall(m, tokens, flops, g, n_gpus, utilisation, dtype, seconds)
+
+
+def largest_trainable(gpu: str | GPUSpec, dtype: str = "mixed", optimizer: str = "adam",
+                      micro_batch: int = 1, recompute: str = "none") -> MemoryWall:
+    """The biggest GPT-style model (``gpt_like`` shapes, seq 2048) whose training memory —
+    states and activations — fits one ``gpu``, found by bisection on the parameter count."""
+    from parlab.costmodel.specs.models import gpt_like
+
+    capacity = get_gpu(gpu).memory_bytes
+    lo, hi = 1e8, 1e13  # gpt_like's shapes start near 5e7 parameters
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        if memory_wall(gpt_like(mid), dtype, optimizer, micro_batch, recompute).total <= capacity:
+            lo = mid
+        else:
+            hi = mid
+    return memory_wall(gpt_like(lo), dtype, optimizer, micro_batch, recompute)

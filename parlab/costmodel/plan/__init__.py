@@ -1,0 +1,25 @@
+"""One plan: ``Plan`` (the knobs and their rules), memory per GPU (``memory``), the step time
+term by term (``step_time``, ``comm_5d``), ``estimate`` (both, explained) and DDP's buckets
+(``data_parallel``). Imports ``specs`` and ``pricing``.
+
+    spec.py          Plan, check_plan, the dtypes, schedules and offloads a plan may name
+    memory/          one GPU's memory: model states under TP/PP/ZeRO, a stage's activations
+    comm_5d.py       the CP and EP traffic of one micro-batch
+    step_time.py     seconds of one step, by term
+    estimate.py      Estimate: memory and time together, explain()
+    data_parallel.py DDP with buckets and overlap (guide 1.4-1.5)
+"""
+
+from parlab.costmodel.plan.spec import (
+    CP_IMPLS,
+    DTYPES,
+    OFFLOADS,
+    SCHEDULES,
+    TRAINING_DTYPES,
+    Plan,
+    check_plan,
+    training_dtype,
+)
+
+__all__ = ["CP_IMPLS", "DTYPES", "OFFLOADS", "SCHEDULES", "TRAINING_DTYPES", "Plan", "check_plan",
+           "training_dtype"]

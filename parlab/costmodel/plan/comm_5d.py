@@ -1,0 +1,87 @@
+"""The step-time terms of the 4th and 5th dimensions on one GPU and one micro-batch: the context-
+parallel attention traffic (ring attention's K/V blocks, hidden behind each block's attention, or
+Ulysses' all-to-alls: the bytes are ``context_parallel``'s) and an MoE model's expert-parallel
+all-to-alls (``expert_parallel``'s collectives), priced on the CP and EP groups' links.
+
+Ring attention (Liu et al. 2023, "Ring Attention with Blockwise Transformers", Sec. 3; Megatron-
+Core's cp_comm_type "p2p"): in each of cp - 1 steps a rank sends its current K/V block to the next
+rank while it computes attention against the block it holds, so a step costs max(send, compute);
+the backward pass sends K/V and their gradients (twice the bytes) beside twice the compute.
+Ulysses (Jacobs et al. 2023, "DeepSpeed Ulysses", Sec. 3.1): an all-to-all of Q, K, V from
+sequence- to head-sharded before attention and one of the output back, in the forward and again
+in the backward; nothing overlaps them.
+"""
+
+from __future__ import annotations
+
+from parlab.costmodel.plan.spec import Plan
+from parlab.costmodel.pricing.collectives import GroupLink
+from parlab.costmodel.pricing.context_parallel import (
+    LayerBytes,
+    ring_attention_bytes,
+    ring_overlap,
+    ulysses_bytes,
+)
+from parlab.costmodel.specs.assumptions import Assumptions
+from parlab.costmodel.specs.models import ModelSpec
+
+
+def cp_layer_bytes(model: ModelSpec, plan: Plan, bytes_per_element: int = 2) -> LayerBytes:
+    """Bytes one CP rank sends in one layer for one micro-batch, on its TP shard (h / t, a / t heads):
+    ``context_parallel.ring_attention_bytes`` or ``context_parallel.ulysses_bytes``."""
+    t = plan.tp
+    args = (plan.micro_batch, model.seq_len, model.hidden // t, plan.cp, model.heads // t,
+            (model.kv_heads or model.heads) // t, bytes_per_element)
+    if plan.cp_impl == "ring":
+        return ring_attention_bytes(*args)
+    return ulysses_bytes(*args)
+
+
+def cp_micro_batch_time(model: ModelSpec, plan: Plan, layers: int, link: GroupLink, peak: float,
+                        a: Assumptions, facts: dict) -> float:
+    """Exposed seconds of the CP traffic of ``layers`` layers for one micro-batch (forward,
+    backward, and the forward again with full recompute). Ring: each of the cp - 1 forward steps
+    exposes ``context_parallel.ring_overlap``'s max(0, send - attention of the block) at the
+    matmul efficiency; a backward step sends K, V and dK, dV beside twice the compute, and the
+    last dK, dV hop home is exposed. Ulysses: its four all-to-alls per pass (Q, K, V in, O out),
+    each (cp - 1) alpha + (cp - 1)/cp of its buffer / B, none hidden."""
+    cp, t, b = plan.cp, plan.tp, plan.micro_batch
+    bpe = 4 if plan.dtype == "fp32" else 2
+    sent = cp_layer_bytes(model, plan, bpe)
+    facts["cp_bytes"] = sent
+    forward_passes = 2 if plan.recompute == "full" else 1
+    if plan.cp_impl == "ring":
+        step = ring_overlap(b, model.seq_len, model.hidden // t, cp, peak * a.matmul_efficiency, link.latency,
+                            link.bandwidth, model.heads // t, (model.kv_heads or model.heads) // t, bpe)
+        facts["t_cp_send"], facts["t_cp_block"] = step.comm_s, step.compute_s
+        backward = (cp - 1) * max(0.0, 2 * step.comm_s - 2 * step.compute_s) + step.comm_s
+        return layers * (forward_passes * (cp - 1) * step.exposed_s + backward)
+    buffer = sent.forward / 4 * cp / (cp - 1)  # one of the four all-to-alls' input, on average
+    facts["t_cp_send"], facts["t_cp_block"] = 4 * link.time("all_to_all", buffer, cp), 0.0
+    return layers * (forward_passes + 1) * facts["t_cp_send"]
+
+
+def ep_micro_batch_time(model: ModelSpec, plan: Plan, moe_layers: int, link: GroupLink, facts: dict) -> float:
+    """Seconds of the all-to-alls of ``moe_layers`` MoE layers for one micro-batch: each layer's
+    ``expert_parallel.ep_layer_collectives`` (dispatch and combine, forward and backward, again
+    when recomputed) for the T = b s / (cp t) tokens of the rank (Megatron-Core needs sequence
+    parallelism with TP, so TP ranks dispatch disjoint tokens), on the EP group's link as a
+    pairwise exchange. Nothing hides them here (Megatron-Core's 1F1B runs them on the critical
+    path; DualPipe overlaps them with another micro-batch's compute)."""
+    if plan.ep == 1 or model.moe is None or not moe_layers:
+        facts["ep_bytes_layer"] = 0.0
+        return 0.0
+    from parlab.costmodel.pricing.expert_parallel.layer import (
+        all_to_all_bytes_per_layer,
+        ep_layer_collectives,
+    )
+
+    bpe = 4 if plan.dtype == "fp32" else 2
+    tokens = max(1, plan.micro_batch * model.seq_len // (plan.cp * plan.tp))
+    colls = ep_layer_collectives(tokens, model.hidden, model.moe, plan.ep, plan.recompute)
+    facts["ep_tokens"] = tokens
+    facts["ep_bytes_layer"] = all_to_all_bytes_per_layer(tokens, model.hidden, model.moe, plan.ep, bpe,
+                                                         plan.recompute)
+    per_layer = sum(c.count * link.time("all_to_all", c.elements * bpe, c.ranks) for c in colls)
+    facts["t_ep_layer"] = per_layer
+    return moe_layers * per_layer

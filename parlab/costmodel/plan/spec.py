@@ -1,0 +1,296 @@
+"""A parallel training plan (DP x TP x PP x CP x EP, ZeRO, micro-batching, schedule, recompute,
+offload, dtype) and the rules that make it valid for a model and a cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from parlab.costmodel.pricing.memory import OPTIMIZERS, RECOMPUTE
+from parlab.costmodel.specs._check import boolean, canonical, instance, non_negative, positive
+from parlab.costmodel.specs.cluster import Cluster
+from parlab.costmodel.specs.models import ModelSpec
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+OFFLOADS = ("none", "optimizer", "optimizer+params")
+DTYPES = ("fp32", "fp16", "bf16")
+ZERO_STAGES = (0, 1, 2, 3)
+#: How a ZeRO-3 plan gathers its weights (``Plan.zero3_impl``): DeepSpeed's stage 3 module by
+#: module with a prefetch bucket (``plan_memory.DEEPSPEED_STAGE3``), or PyTorch FSDP unit by unit
+#: (one transformer block per unit, one unit prefetched ahead).
+ZERO3_IMPLS = ("deepspeed", "fsdp")
+TRAINING_OPTIMIZERS = tuple(o for o in OPTIMIZERS if o != "none")
+#: How a plan with cp > 1 splits attention over the CP ranks (``Plan.cp_impl``): ring attention
+#: (K/V blocks passed around the ring, Liu et al. 2023; Megatron-Core's cp_comm_type "p2p", with
+#: the load-balanced causal split) or DeepSpeed-Ulysses (all-to-all from sequence- to
+#: head-sharded and back, Jacobs et al. 2023; Megatron-Core's "a2a").
+CP_IMPLS = ("ring", "ulysses")
+
+#: The one vocabulary of training precisions (the CLI's ``--dtype`` everywhere, and ``Plan``):
+#: spelling -> (model-state precision in ``memory.PRECISIONS``, compute dtype of a ``Plan`` or
+#: None when a plan cannot model it, gradients kept in fp32 by default). 'bf16' and 'fp16' mean
+#: mixed precision (16-bit weights, fp32 master weights and Adam states: Micikevicius et al.
+#: 2018), as the field uses the words. With bf16 the gradients are fp32 by default, as the
+#: frameworks keep them: Megatron-LM turns on accumulate_allreduce_grads_in_fp32 whenever --bf16
+#: is set (megatron/training/arguments.py) and DeepSpeed's bf16 optimizer keeps fp32 gradients
+#: (runtime/bf16_optimizer.py); with fp16 both keep 16-bit gradients. 'mixed' is the ZeRO paper's
+#: 2 + 2 + 12 accounting (bf16 compute, 16-bit gradients); ``Plan(fp32_grads=False)`` says the
+#: same for any dtype. Training with no fp32 copy at all is 'pure-bf16'.
+TRAINING_DTYPES: dict[str, tuple[str, str | None, bool]] = {
+    "bf16": ("mixed-fp32-grad", "bf16", True),
+    "fp16": ("mixed", "fp16", False),
+    "fp32": ("fp32", "fp32", False),
+    "mixed": ("mixed", "bf16", False),
+    "mixed-fp32-grad": ("mixed-fp32-grad", "bf16", True),
+    "pure-bf16": ("bf16", None, False),
+    "pure-fp16": ("fp16", None, False),
+}
+DTYPE_ALIASES = {"amp": "mixed", "bf16-mixed": "bf16", "mixed-bf16": "bf16", "fp16-mixed": "fp16",
+                 "mixed-fp16": "fp16", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
+                 "float32": "fp32", "float": "fp32", "mixed-fp32": "mixed-fp32-grad",
+                 "mixed-fp32-grads": "mixed-fp32-grad", "bf16-pure": "pure-bf16", "fp16-pure": "pure-fp16"}
+
+
+def training_dtype(name: str) -> tuple[str, str | None, bool]:
+    """(precision, compute dtype, fp32 gradients) of a ``--dtype`` spelling (``TRAINING_DTYPES``)."""
+    return TRAINING_DTYPES[canonical("dtype", name, TRAINING_DTYPES, DTYPE_ALIASES)]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one training step is spread over ``dp * tp * pp`` GPUs.
+
+    ``micro_batch`` sequences go through the model at a time; each data-parallel replica runs
+    ``micro_batches`` of them per step (m, gradient accumulation / pipeline micro-batches), so
+    the global batch is dp x micro_batch x m. Give either ``global_batch`` or ``micro_batches``
+    (neither: m = 1). ``chunks`` is v, the model chunks per GPU of the interleaved schedule.
+    ``dtype`` is the compute type: 'fp16' and 'bf16' mean mixed precision (16-bit weights, fp32
+    master weights and Adam states); ``fp32_grads`` keeps the gradients in fp32 (Megatron-LM's
+    main_grad, DeepSpeed's bf16 optimizer). Left as None it is what the frameworks do with the
+    dtype (``TRAINING_DTYPES``): True for bf16, False for fp16; False keeps 16-bit gradients.
+    ``zero3_impl`` says whose ZeRO-3 a ZeRO-3 plan prices (``ZERO3_IMPLS``): DeepSpeed's stage 3
+    (module-by-module gathers, ``stage3_prefetch_bucket_size`` / ``stage3_max_live_parameters``)
+    or PyTorch FSDP (one block per unit, one unit prefetched).
+
+    ``cp`` splits each sequence over cp ranks (context parallelism, ``cp_impl`` ring or Ulysses):
+    the GPUs are dp x tp x pp x cp, the batch still dp x micro_batch x m. ``ep`` splits an MoE
+    model's routed experts over ep of the dp x cp ranks (expert parallelism inside the data-
+    parallel domain, Megatron-Core's expert grid: ``parlab.layout``); ep must divide dp x cp.
+
+    Names are normalised where they enter: ``schedule="GPipe"`` is ``"gpipe"``, ``dtype="mixed"``
+    is ``"bf16"`` with 16-bit gradients (any spelling of ``TRAINING_DTYPES``), so every spelling
+    of the same training gives the same numbers.
+    """
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    zero: int = 0
+    micro_batch: int = 1
+    global_batch: int | None = None
+    micro_batches: int | None = None
+    schedule: str = "1f1b"
+    chunks: int = 1
+    recompute: str = "none"
+    sequence_parallel: bool = False
+    offload: str = "none"
+    dtype: str = "bf16"
+    fp32_grads: bool | None = None
+    optimizer: str = "adam"
+    zero3_impl: str = "deepspeed"
+    cp: int = 1
+    ep: int = 1
+    cp_impl: str = "ring"
+
+    def __post_init__(self) -> None:
+        for name in ("dp", "tp", "pp", "micro_batch", "chunks"):
+            positive(name, getattr(self, name), integer=True)
+        if not (type(self.cp) is int and type(self.ep) is int and self.cp == self.ep == 1):  # (search: fast)
+            positive("cp", self.cp, integer=True)
+            positive("ep", self.ep, integer=True)
+        if non_negative("ZeRO stage", self.zero, integer=True) not in ZERO_STAGES:
+            raise ValueError(f"ZeRO stage must be one of 0, 1, 2, 3, got {self.zero!r}")
+        for name in ("global_batch", "micro_batches"):
+            if getattr(self, name) is not None:
+                positive(name, getattr(self, name), integer=True)
+        boolean("sequence_parallel", self.sequence_parallel)
+        if self.fp32_grads is not None:
+            boolean("fp32_grads", self.fp32_grads)
+        spelled = self.dtype
+        _, compute, fp32_grads = training_dtype(spelled)
+        if compute is None:
+            raise ValueError(f"dtype {spelled!r} keeps no fp32 master weights, which a Plan does not model; "
+                             f"allowed: {', '.join(n for n, v in TRAINING_DTYPES.items() if v[1])}")
+        if (canonical("dtype", spelled, TRAINING_DTYPES, DTYPE_ALIASES) == "mixed-fp32-grad"
+                and self.fp32_grads is False):
+            raise ValueError(f"dtype {spelled!r} means fp32 gradients; fp32_grads=False contradicts it")
+        _set(self, "dtype", compute)
+        _set(self, "fp32_grads", fp32_grads if self.fp32_grads is None else bool(self.fp32_grads))
+        _set(self, "zero3_impl", canonical("zero3_impl", self.zero3_impl, ZERO3_IMPLS))
+        if self.cp_impl not in CP_IMPLS:
+            _set(self, "cp_impl", canonical("cp_impl", self.cp_impl, CP_IMPLS))
+        _set(self, "schedule", canonical("schedule", self.schedule, SCHEDULES))
+        _set(self, "recompute", canonical("recompute", self.recompute, RECOMPUTE))
+        _set(self, "offload", canonical("offload", self.offload, OFFLOADS))
+        _set(self, "optimizer", canonical("optimizer", self.optimizer, TRAINING_OPTIMIZERS))
+        _set(self, "sequence_parallel", bool(self.sequence_parallel))
+        per_step = self.dp * self.micro_batch
+        if self.global_batch is not None and self.global_batch % per_step:
+            raise ValueError(f"global batch {self.global_batch} is not divisible by dp x micro_batch = "
+                             f"{self.dp} x {self.micro_batch} = {per_step}")
+        if (self.global_batch is not None and self.micro_batches is not None
+                and self.global_batch != per_step * self.micro_batches):
+            raise ValueError(f"global batch {self.global_batch} != dp x micro_batch x micro_batches = "
+                             f"{self.dp} x {self.micro_batch} x {self.micro_batches}")
+        self._check_rules()
+
+    def _check_rules(self) -> None:
+        if self.schedule == "interleaved":
+            if self.pp < 2:
+                raise ValueError(f"the interleaved schedule needs pipeline parallelism: pp must be >= 2, got pp={self.pp}")
+            if self.chunks < 2:
+                raise ValueError(f"the interleaved schedule needs chunks (v) >= 2 model chunks per GPU, got {self.chunks}")
+            if self.m % self.pp:
+                raise ValueError(f"the interleaved schedule needs the micro-batches per step (m={self.m}) to be a "
+                                 f"multiple of pp={self.pp} (Megatron-LM, Narayanan et al. 2021, Section 2.2.2)")
+        elif self.chunks != 1:
+            raise ValueError(f"chunks (v) = {self.chunks} is only meaningful with the interleaved schedule, "
+                             f"not {self.schedule!r}")
+        if self.sequence_parallel and self.tp == 1:
+            raise ValueError("sequence parallelism splits LayerNorm/dropout activations across the TP group: "
+                             "it needs tp >= 2, got tp=1 (Korthikanti et al. 2022, Section 4.2.2)")
+        if self.zero >= 2 and self.pp > 1:
+            raise ValueError(f"ZeRO-{self.zero} shards gradients on every micro-batch, which pipeline engines "
+                             f"(DeepSpeed, Megatron-LM) do not support: use ZeRO-0/1 with pp={self.pp}, or pp=1")
+        if self.offload == "optimizer" and self.zero < 1:
+            raise ValueError("offloading the optimizer (ZeRO-Offload, Ren et al. 2021) partitions it with ZeRO: "
+                             "it needs ZeRO stage >= 1, got ZeRO-0")
+        if self.offload == "optimizer+params" and self.zero != 3:
+            raise ValueError(f"offloading parameters (ZeRO-Infinity, Rajbhandari et al. 2021) needs ZeRO-3, "
+                             f"got ZeRO-{self.zero}")
+        if self.dtype == "fp32" and self.fp32_grads:
+            raise ValueError("fp32_grads is for mixed precision (fp16/bf16); with dtype fp32 gradients already are fp32")
+        if (self.dp * self.cp) % self.ep:
+            raise ValueError(f"ep must divide dp x cp (the experts are split over data-parallel ranks, "
+                             f"Megatron-Core's expert grid): ep={self.ep} does not divide dp={self.dp} x "
+                             f"cp={self.cp} = {self.dp * self.cp}")
+        if self.ep > 1 and self.tp > 1 and not self.sequence_parallel:
+            raise ValueError(f"expert parallelism with tensor parallelism needs sequence_parallel=True "
+                             f"(Megatron-Core, model_parallel_config.py): ep={self.ep}, tp={self.tp}")
+
+    # -- derived ---------------------------------------------------------------------------
+    @property
+    def n_gpus(self) -> int:
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def edp(self) -> int:
+        """Expert data-parallel degree: the dp x cp / ep replicas of each expert."""
+        return self.dp * self.cp // self.ep
+
+    @property
+    def m(self) -> int:
+        """Micro-batches per step per data-parallel replica (per pipeline)."""
+        if self.micro_batches is not None:
+            return self.micro_batches
+        if self.global_batch is not None:
+            return self.global_batch // (self.dp * self.micro_batch)
+        return 1
+
+    @property
+    def batch(self) -> int:
+        """Sequences per optimizer step, over all replicas: dp x micro_batch x m."""
+        return self.dp * self.micro_batch * self.m
+
+    @property
+    def precision(self) -> str:
+        """The name of the model-state precision in ``PRECISIONS``."""
+        if self.dtype == "fp32":
+            return "fp32"
+        return "mixed-fp32-grad" if self.fp32_grads else "mixed"
+
+    def with_(self, **changes) -> Plan:
+        """A copy with some fields changed (validated again). A new ``dtype`` without a new
+        ``fp32_grads`` takes that dtype's default gradient precision."""
+        if "dtype" in changes and "fp32_grads" not in changes:
+            changes["fp32_grads"] = None
+        return replace(self, **changes)
+
+    def describe(self) -> str:
+        """One line, e.g. 'dp=8 tp=8 pp=4 ZeRO-1 mb=1 m=64 interleaved(v=2) recompute=full SP bf16': the
+        gradient precision only where it is not the dtype's default ('bf16+16-bit grads', 'fp16+fp32
+        grads'), whose ZeRO-3 a ZeRO-3 plan prices ('ZeRO-3(DeepSpeed)', 'ZeRO-3(FSDP)')."""
+        sched = f"interleaved(v={self.chunks})" if self.schedule == "interleaved" else self.schedule
+        impl = {"deepspeed": "(DeepSpeed)", "fsdp": "(FSDP)"}[self.zero3_impl] if self.zero == 3 else ""
+        parts = [f"dp={self.dp}", f"tp={self.tp}", f"pp={self.pp}"]
+        parts += [f"cp={self.cp}" + ("(Ulysses)" if self.cp_impl == "ulysses" else "")] if self.cp > 1 else []
+        parts += [f"ep={self.ep}"] if self.ep > 1 else []
+        parts += [f"ZeRO-{self.zero}{impl}", f"mb={self.micro_batch}", f"m={self.m}"]
+        parts += [sched] if self.pp > 1 else []
+        parts += [f"recompute={self.recompute}"] if self.recompute != "none" else []
+        parts += ["SP"] if self.sequence_parallel else []
+        parts += [f"offload={self.offload}"] if self.offload != "none" else []
+        default = training_dtype(self.dtype)[2]  # bf16: fp32 gradients; fp16: 16-bit ones
+        grads = "" if self.dtype == "fp32" or self.fp32_grads == default else (
+            "+fp32 grads" if self.fp32_grads else "+16-bit grads")
+        parts += [self.dtype + grads]
+        return " ".join(parts)
+
+
+def _set(plan: Plan, field: str, value) -> None:
+    object.__setattr__(plan, field, value)  # frozen: normalise once, in __post_init__
+
+
+def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
+    """Raise ValueError naming the rule if ``plan`` cannot run ``model`` on ``cluster``."""
+    instance("model", model, ModelSpec, "a preset: get_model('gpt3-175b')")
+    instance("cluster", cluster, Cluster, "make_cluster('dgx-a100', n_gpus)")
+    instance("plan", plan, Plan)
+    if plan.n_gpus != cluster.n_gpus:
+        cp = f" x {plan.cp}" if plan.cp > 1 else ""
+        raise ValueError(f"dp x tp x pp{' x cp' if cp else ''} must equal the number of GPUs: {plan.dp} x "
+                         f"{plan.tp} x {plan.pp}{cp} = {plan.n_gpus} != {cluster.n_gpus}")
+    t = plan.tp
+    for what, size in (("attention heads", model.heads), ("hidden size", model.hidden),
+                       ("MLP width", model.ffn)):
+        if size % t:
+            raise ValueError(f"tp must divide the {what}: {what} {size} is not divisible by tp={t} "
+                             f"(Megatron-LM splits them evenly over the TP group)")
+    if plan.pp > model.layers:
+        raise ValueError(f"pp={plan.pp} > {model.layers} layers: every pipeline stage needs at least one layer")
+    if plan.schedule == "interleaved" and model.layers % (plan.pp * plan.chunks):
+        raise ValueError(f"the interleaved schedule needs layers ({model.layers}) divisible by pp x chunks = "
+                         f"{plan.pp} x {plan.chunks} = {plan.pp * plan.chunks} (Megatron-LM)")
+    if plan.dtype == "bf16" and not cluster.gpu.bf16:
+        raise ValueError(f"{cluster.gpu.name} has no bf16 tensor cores; use dtype fp16 or fp32")
+    check_cp_ep(model, plan)
+
+
+def check_cp_ep(model: ModelSpec, plan: Plan) -> None:
+    """The model rules of context and expert parallelism, each a ValueError naming the value and
+    the rule: the load-balanced ring cuts the sequence into 2 cp chunks (rank i holds chunks i and
+    2cp-1-i: Megatron-Core's CP, Llama 3, Dubey et al. 2024, Sec. 3.3.2); Ulysses gives each CP
+    rank whole heads of its TP shard (Jacobs et al. 2023, Sec. 3.1: heads % cp); ep needs experts
+    and divides their number (each EP rank holds E / ep whole experts); ZeRO-3 of an MoE model is
+    not modelled (Megatron-Core shards MoE optimizers ZeRO-1 style)."""
+    from parlab.costmodel.pricing.context_parallel import check_ring, check_ulysses
+
+    cp, t = plan.cp, plan.tp
+    if cp > 1 and plan.cp_impl == "ring":
+        check_ring(model.seq_len, cp)
+    if cp > 1 and plan.cp_impl == "ulysses":
+        kv = model.kv_heads or model.heads
+        if kv % t:
+            raise ValueError(f"tp must divide the K/V heads: {kv} K/V heads are not divisible by tp={t}")
+        try:
+            check_ulysses(model.heads // t, cp, kv // t)
+        except ValueError as err:
+            raise ValueError(f"{err} (the heads of one of tp={t} TP ranks: {model.heads} / {t})") from None
+    if plan.ep > 1 and model.moe is None:
+        raise ValueError(f"ep={plan.ep} splits experts, and {model.name} is a dense model (no MoE layers)")
+    if model.moe is not None:
+        if model.moe.num_experts % plan.ep:
+            raise ValueError(f"ep must divide the routed experts (each EP rank holds E / ep whole experts): "
+                             f"{model.moe.num_experts} experts are not divisible by ep={plan.ep}")
+        if plan.zero == 3:
+            raise ValueError("ZeRO-3 of an MoE model is not modelled: use ZeRO-0/1/2 (Megatron-Core's distributed "
+                             "optimizer shards MoE optimizer states ZeRO-1 style)")

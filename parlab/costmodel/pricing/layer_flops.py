@@ -1,0 +1,66 @@
+"""FLOPs of one layer and of one step: the forward matmuls of a layer and of the logits, and the
+model and hardware FLOPs of a step (Narayanan et al. 2021, Eq. 3; Chowdhery et al. 2022, App. B)."""
+
+from __future__ import annotations
+
+from parlab.costmodel.pricing.moe_layer import moe_model_layer_flops
+from parlab.costmodel.specs.models import ModelSpec
+
+
+def layer_forward_flops(model: ModelSpec, micro_batch: int = 1, tp: int = 1) -> float:
+    """Matmul FLOPs of one layer's forward pass on one TP rank: 2bs(4h^2 + n h f)/t + 4bs^2h/t.
+
+    Projections QKV + output 8bsh^2, MLP 2bshf per matrix (n = 2, or 3 gated), attention scores
+    and their product with V 4bs^2h (Narayanan et al. 2021, Section 5.1: 24bsh^2 + 4bs^2h for
+    f = 4h, the per-layer forward term of Eq. 3). Two FLOPs per multiply-add.
+    """
+    s, b, h, f = model.seq_len, micro_batch, model.hidden, model.ffn
+    n_mats = 3 if model.gated_mlp else 2
+    return (2 * b * s * (4 * h * h + n_mats * h * f) + 4 * b * s * s * h) / tp
+
+
+def logit_forward_flops(model: ModelSpec, micro_batch: int = 1, tp: int = 1) -> float:
+    """Forward FLOPs of the output layer (logits): 2 b s h V / t (Narayanan et al. 2021, Eq. 3)."""
+    return 2 * micro_batch * model.seq_len * model.hidden * model.vocab / tp
+
+
+def step_flops(model: ModelSpec, batch: int, recompute: str = "none") -> tuple[float, float]:
+    """(model FLOPs, hardware FLOPs) of one step on ``batch`` sequences.
+
+    Model FLOPs count forward + backward = 3 forward passes (what MFU counts: Chowdhery et al.
+    2022, Appendix B). Hardware FLOPs add what recomputation repeats: one more forward of every
+    layer with full recompute (Narayanan et al. 2021, Eq. 3: 96 B s l h^2 (1 + s/6h + V/16lh)),
+    the attention-score matmuls 4bs^2h per layer with selective recompute (Korthikanti et al.
+    2022, Section 5), and FlashAttention's recomputation of the scores Q K^T in its backward pass,
+    2bs^2h per layer (Dao et al. 2022, Sec. 3.1). For GPT shapes the model FLOPs equal Eq. 3's
+    72 B s l h^2 (1 + s/6h + V/12lh).
+    """
+    if model.moe is not None:
+        return _moe_step_flops(model, batch, recompute)
+    layer = layer_forward_flops(model, batch)
+    logits = logit_forward_flops(model, batch)
+    model_flops = 3 * (model.layers * layer + logits)
+    extra = {"none": 0.0, "full": model.layers * layer,
+             "selective": model.layers * 4 * batch * model.seq_len**2 * model.hidden}[recompute]
+    if model.flash_attention:  # its backward recomputes the scores Q K^T: 2bs^2h per layer
+        extra += model.layers * 2 * batch * model.seq_len**2 * model.hidden
+    return model_flops, model_flops + extra
+
+
+def _moe_step_flops(model: ModelSpec, batch: int, recompute: str) -> tuple[float, float]:
+    """``step_flops`` of an MoE model: its layers' useful FLOPs (each token through its top-k and
+    shared experts: the active parameters, ``moe_layer.moe_model_layer_flops`` unpadded) x 3 for
+    the model FLOPs; the hardware FLOPs count the padded capacity of a capacity-bound layer and
+    what recomputation repeats, as for a dense model."""
+    assert model.moe is not None
+    dense, moe = model.moe.dense_layers, model.layers - model.moe.dense_layers
+    useful = dense * moe_model_layer_flops(model, batch, 1, 1, False) + moe * moe_model_layer_flops(
+        model, batch, 1, 1, True, padded=False)
+    padded = dense * moe_model_layer_flops(model, batch, 1, 1, False) + moe * moe_model_layer_flops(
+        model, batch, 1, 1, True)
+    logits = logit_forward_flops(model, batch)
+    scores = model.layers * 4 * batch * model.seq_len**2 * model.hidden
+    extra = {"none": 0.0, "full": padded, "selective": scores}[recompute]
+    if model.flash_attention:
+        extra += scores / 2
+    return 3 * (useful + logits), 3 * (padded + logits) + extra

@@ -1,0 +1,51 @@
+"""Parameters one GPU holds under tensor and pipeline parallelism, before ZeRO: one layer's
+Megatron-LM split (Shoeybi et al. 2019, Section 3) and a pipeline stage's layers and ends (the
+vocabulary-parallel embedding and output layer)."""
+
+from __future__ import annotations
+
+import math
+
+from parlab.costmodel.specs.models import ModelSpec
+
+
+def layer_params_per_gpu(model: ModelSpec, tp: int = 1) -> float:
+    """Parameters of one transformer layer held by one of ``tp`` tensor-parallel ranks.
+
+    Megatron-LM (Shoeybi et al. 2019, Section 3) splits the QKV and MLP-in matrices by columns
+    (their biases too) and the attention-output and MLP-out matrices by rows; the row-parallel
+    biases and the LayerNorms are replicated. With tp = 1 this is ``ModelSpec.params_per_layer``.
+    """
+    h, f = model.hidden, model.ffn
+    n_in = 2 if model.gated_mlp else 1
+    split = 4 * h * h + (n_in + 1) * h * f  # (h, 3h) QKV, (h, h) out, (h, f) in [x2 gated], (f, h) out
+    replicated = 2 * (2 * h if model.bias else h)  # two norms
+    if model.bias:
+        split += 3 * h + n_in * f  # column-parallel biases
+        replicated += 2 * h  # row-parallel biases (attention out, MLP out)
+    return split / tp + replicated
+
+
+def stage_layers(model: ModelSpec, pp: int) -> int:
+    """Layers on the most loaded pipeline stage: ceil(l / pp)."""
+    return math.ceil(model.layers / pp)
+
+
+def stage_params(model: ModelSpec, tp: int, pp: int, stage: str) -> float:
+    """Parameters one GPU of the 'first' or 'last' pipeline stage holds (before ZeRO).
+
+    Its ceil(l/pp) layers (``layer_params_per_gpu``), plus on the first stage the vocabulary-
+    parallel input embedding V h / t (Megatron-LM splits it over TP) and the position table, and
+    on the last stage the output layer V h / t (a copy of the tied embedding when pp > 1) and the
+    final norm. With pp = 1 one stage holds both ends.
+    """
+    h, V = model.hidden, model.vocab
+    norm = 2 * h if model.bias else h
+    n = stage_layers(model, pp) * layer_params_per_gpu(model, tp)
+    embedding = V * h / tp + (model.seq_len * h if model.learned_pos else 0) + (norm if model.embedding_norm else 0)
+    output = norm + (V * h / tp if (pp > 1 or not model.tied_embeddings) else 0)
+    if stage == "first" or pp == 1:
+        n += embedding
+    if stage == "last" or pp == 1:
+        n += output
+    return n

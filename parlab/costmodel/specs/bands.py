@@ -1,0 +1,36 @@
+"""The model's error bands and the verdict a margin gets against them: one place, imported by the
+advisor, the chapters and ``answers.validation`` (which checks the model against published runs)."""
+
+from __future__ import annotations
+
+#: The error bands the tests hold the model to (tests/test_costmodel_validation.py), and that
+#: the README and chapter 15 quote: Megatron-LM Table 1 throughput (published settings and the
+#: advisor's) within 10%, BLOOM's peak memory within 15%.
+MEGATRON_BAND = 0.10
+BLOOM_MEMORY_BAND = 0.15
+
+#: The model's validated error band for one step-time prediction: Megatron-LM Table 1, the widest
+#: throughput set it is checked against. Every verdict that the guide is wrong uses it, through
+#: ``comparison_band`` and ``margin_verdict``.
+STEP_TIME_BAND = MEGATRON_BAND
+
+
+def comparison_band(band: float = STEP_TIME_BAND) -> float:
+    """How far apart two predictions must be before the model can order them: each may be off by
+    up to ``band`` in either direction, so a plan predicted ``(1 + band) / (1 - band) - 1`` slower
+    (22.2% for +-10%) may still be the faster one. A margin inside it is a tie."""
+    return (1 + band) / (1 - band) - 1
+
+
+def is_tie(margin: float, band: float = STEP_TIME_BAND) -> bool:
+    """Whether a predicted margin (one plan's step time / another's - 1) is inside ``comparison_band``."""
+    return abs(margin) <= comparison_band(band)
+
+
+def margin_verdict(margin: float, band: float = STEP_TIME_BAND) -> str:
+    """The margin with the band beside it, and what it means, e.g. '10.7% slower, inside the ±22%
+    band of two ±10% predictions: a tie'."""
+    side = "slower" if margin >= 0 else "faster"
+    tie = is_tie(margin, band)
+    return (f"{abs(margin):.1%} {side}, {'inside' if tie else 'beyond'} the ±{comparison_band(band):.0%} band of "
+            f"two ±{band:.0%} predictions: {'a tie' if tie else 'the model tells them apart'}")
