@@ -101,3 +101,19 @@ def test_a_process_whose_rank_is_outside_its_world_says_so_itself(monkeypatch, c
         monkeypatch.setenv(k, v)
     assert main(["--steps", "1"]) == 2
     assert "environment variable RANK=1 must be < WORLD_SIZE=1" in message_of(capsys.readouterr().err)
+
+
+def test_the_readme_recipes_pass_the_checks_and_resumes_keep_saving():
+    """The README's multi-node line (tp=8 needs --heads 8) and its resume lines (a resume
+    without --save-every saves nothing more)."""
+    from pathlib import Path
+
+    from parlab.train import parser
+    from parlab.train_checks import check_args
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text().replace("\\\n", " ")
+    multi = re.search(r"--rdzv_id=job42 -m parlab.train ([^\n#]*)", readme).group(1).split()
+    env = {**TORCHRUN_ENV, "WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8"}
+    check_args(parser().parse_args(multi), env, torchrun=True)
+    resumes = [line for line in readme.splitlines() if "parlab.train" in line and "--resume" in line]
+    assert resumes and all("--save-every" in line for line in resumes), resumes
