@@ -38,7 +38,7 @@ from parlab.train_output import Progress, RankZeroPlain
 from parlab.train_stop import (
     INTERRUPTED,
     die_with_parent,
-    sigterm_as_interrupt,
+    signals_as_interrupt,
     stop_line,
     wait_for_torchrun_stop,
 )
@@ -253,7 +253,7 @@ def torchrun_rank(this, args, argv, config, plan, checkpoint, progress, fault) -
     from parlab.parallel.trainer import TrainingStopped
 
     die_with_parent()  # kill -9 of torchrun must not leave this rank training on its own
-    with sigterm_as_interrupt() as signals:
+    with signals_as_interrupt() as signals:
         comm = from_torchrun("nccl" if args.device == "cuda" else "gloo", args.timeout)
         try:
             this.cli_worker(comm, config, plan, args.steps, checkpoint, progress, fault, args.device)

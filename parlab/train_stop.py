@@ -66,13 +66,18 @@ class StopSignals:
 
 
 @contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[StopSignals]:
-    """While inside, SIGTERM and SIGINT (unless ignored) raise KeyboardInterrupt, remembered
-    in the ``StopSignals`` yielded; the old handlers after."""
+def signals_as_interrupt(*signums: int) -> Iterator[StopSignals]:
+    """While inside, each of ``signums`` (default SIGTERM and SIGINT; one that is ignored
+    stays ignored) raises KeyboardInterrupt in the main thread, remembered in the
+    ``StopSignals`` yielded; the old handlers after. ``make lab`` stops its server this way
+    on SIGTERM and SIGHUP as on Ctrl-C."""
     signals = StopSignals()
-    names = [signal.SIGTERM] + [signal.SIGINT] * (signal.getsignal(signal.SIGINT) is not signal.SIG_IGN)
-    old = {n: signal.signal(n, signals.handler) for n in names}
+    names = signums or (signal.SIGTERM, signal.SIGINT)
+    old = {n: signal.getsignal(n) for n in names}
     try:
+        for n in names:
+            if old[n] is not signal.SIG_IGN:
+                signal.signal(n, signals.handler)
         yield signals
     finally:
         for n, h in old.items():
