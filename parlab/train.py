@@ -25,6 +25,11 @@ its processes already, so a wrong ``--nproc_per_node`` is told in one line by ra
 ``--nproc_per_node`` that fits) and torchrun then adds its own report of the failed processes
 (its ChildFailedError traceback; nothing its processes do can stop that report). From Python, ``parlab.comm.torchrun.run_torchrun(["-m", "parlab.train", ...], n)``
 starts it under torchrun with torchrun's log directory in a temporary directory of its own.
+Every refusal is said once, by rank 0 (``refuse_once``).
+
+A run that ends early ends in one line (``train_stop``): Ctrl-C (status 130), a loss that is no
+longer finite or a ``--log-json`` that can no longer be written (status 1), each naming the last
+complete checkpoint and the command that resumes it. A torchrun worker dies with its agent.
 """
 
 from __future__ import annotations
@@ -261,7 +266,8 @@ def torchrun_rank(this, args, argv, config, plan, checkpoint, progress, fault) -
             if speaks(True):
                 refuse(stop_line(str(err), args.checkpoint_dir, argv, True), args.wide)
             return 1
-        except RuntimeError as err:  # a peer that a signal ended: this rank's share of the stop
+        except Exception as err:  # noqa: BLE001 - what a stop signal became (DCP wraps it) or
+            # a peer it ended first: this rank's share of the stop; anything else is raised
             if signals.fired or (connection_lost(str(err)) and signals.wait(5.0)):
                 raise KeyboardInterrupt from None
             raise

@@ -207,7 +207,8 @@ def train_3d(comm, config: GPTConfig, plan: TrainPlan, steps: int,
     ``steps`` steps are done (resuming from a checkpoint if asked), saving every
     ``checkpoint.save_every`` steps; ``on_step`` is called on rank 0 after each step;
     ``device`` 'cuda' puts this rank's pieces on its GPU (under torchrun with NCCL). Returns
-    this rank's ``RankReport``."""
+    this rank's ``RankReport``. A step whose loss is not finite raises ``TrainingStopped`` on
+    every rank (the loss is the same number everywhere) before that step is saved."""
     positive("steps", steps, integer=True)
     trainer = Trainer(comm, config, plan, device)
     pg = trainer.pg
