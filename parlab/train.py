@@ -108,12 +108,12 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def parse_fault(text: str | None, steps: int, world: int):
+def parse_fault(text: str | None, steps: int, world: int, done: int = 0):
     """'STEP[:RANK[:save]]' -> a train.Fault (None for None), by ``train_checks.check_fault``."""
     from parlab.parallel.trainer import Fault
     from parlab.train_checks import check_fault
 
-    fault = check_fault(text, steps, world)
+    fault = check_fault(text, steps, world, done)
     return None if fault is None else Fault(*fault)
 
 
@@ -209,7 +209,7 @@ def run(args, argv: list[str], torchrun: bool) -> int:
         plan.check(config)
         local = int(os.environ.get("LOCAL_WORLD_SIZE", plan.world)) if torchrun else plan.world
         check_fits(config, plan, local)
-        checkpoint = None
+        checkpoint, done = None, None
         if args.checkpoint_dir is not None:
             checkpoint = Checkpointing(args.checkpoint_dir, args.save_every or 0, args.resume)
             done = preflight(checkpoint, config, plan, probe_lock=speaks(torchrun))
@@ -222,7 +222,7 @@ def run(args, argv: list[str], torchrun: bool) -> int:
                 refuse("note: --resume without --save-every saves no further checkpoint (the "
                        "checkpoint does not record the run's --save-every); add --save-every K "
                        "to keep saving", args.wide)
-        fault = parse_fault(args.kill_at, args.steps, plan.world)
+        fault = parse_fault(args.kill_at, args.steps, plan.world, done or 0)
         progress = Progress(args.steps, args.quiet, args.log_json, args.wide)
         if args.tp_inside_node:
             per_node = args.gpus_per_node or int(os.environ.get("LOCAL_WORLD_SIZE", plan.world))

@@ -111,9 +111,11 @@ def check_log_target(log: str) -> None:
         raise ValueError(f"--log-json {log}: its directory {path.parent} is not writable")
 
 
-def check_fault(text: str | None, steps: int, world: int) -> tuple[int, int, str] | None:
+def check_fault(text: str | None, steps: int, world: int,
+                done: int = 0) -> tuple[int, int, str] | None:
     """--kill-at STEP[:RANK[:save]] (fault injection): (step, rank, 'step' or 'save'), with
-    1 <= STEP <= --steps and 0 <= RANK < dp x tp x pp (another one would never fire)."""
+    ``done`` < STEP <= --steps (``done``: the step a resume starts from) and
+    0 <= RANK < dp x tp x pp (another one would never fire)."""
     if text is None:
         return None
     parts = text.split(":")
@@ -126,9 +128,10 @@ def check_fault(text: str | None, steps: int, world: int) -> tuple[int, int, str
     during = parts[2] if len(parts) > 2 else "step"
     if during not in ("step", "save"):
         raise ValueError(f"--kill-at's third field must be 'save' (or absent), got {during!r}")
-    if not 1 <= step <= steps:
-        raise ValueError(f"--kill-at's step must be in 1..--steps={steps}, got {step} (it would "
-                         f"never fire)")
+    if not done < step <= steps:
+        after = f" (the checkpoint resumed is at step {done})" if done else ""
+        raise ValueError(f"--kill-at's step must be in {done + 1}..--steps={steps}{after}, got "
+                         f"{step} (it would never fire)")
     if not 0 <= rank < world:
         raise ValueError(f"--kill-at's rank must be in 0..{world - 1} (dp x tp x pp = {world} "
                          f"ranks), got {rank} (it would never fire)")

@@ -51,6 +51,9 @@ def test_kill_at_must_be_able_to_fire(text, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         check_fault(text, 4, 8)
     assert check_fault("4:7:save", 4, 8) == (4, 7, "save")
+    with pytest.raises(ValueError, match=re.escape("--kill-at's step must be in 3..--steps=4 (the "
+                                                   "checkpoint resumed is at step 2), got 2")):
+        check_fault("2", 4, 8, done=2)
 
 
 def test_the_log_target_is_a_regular_file_or_a_new_one(tmp_path):
