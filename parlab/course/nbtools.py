@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -149,12 +152,28 @@ def lab_links(port: int, token: str) -> dict[str, str]:
 
 
 def lab_command(port: int, token: str) -> list[str]:
-    """The ``jupyter lab`` command line: the repository as root, a fixed port and token."""
+    """The ``jupyter lab`` command line: the repository as root, a fixed port and token, and
+    the Terminal's shell run as itself (``$SHELL``, not a login shell: jupyter_server_terminals
+    adds ``-l`` when stdout is not a terminal, and a login shell's /etc/profile resets PATH)."""
+    shell = os.environ.get("SHELL") or "sh"
     cmd = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--port={port}", "--port-retries=0",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={ROOT}"]
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={ROOT}",
+           "--ServerApp.terminado_settings=" + json.dumps({"shell_command": [shell]})]
     if hasattr(os, "getuid") and os.getuid() == 0:
         cmd.append("--allow-root")
     return cmd + [FIRST_CHAPTER]
+
+
+def lab_env(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The server's environment: this interpreter's directory (the virtualenv's ``bin``) first
+    on PATH and VIRTUAL_ENV set, as ``source .venv/bin/activate`` does, so that ``parlab`` and
+    ``python -m parlab.train`` work in JupyterLab's Terminal (chapter 00 says they do)."""
+    bindir = os.path.dirname(sys.executable)
+    rest = [d for d in environ.get("PATH", "").split(os.pathsep) if d and d != bindir]
+    env = {**environ, "PATH": os.pathsep.join([bindir, *rest])}
+    if sys.prefix != sys.base_prefix:  # a virtualenv
+        env["VIRTUAL_ENV"] = sys.prefix
+    return env
 
 
 def lab(port: int | None, dry_run: bool = False) -> int:
@@ -167,20 +186,39 @@ def lab(port: int | None, dry_run: bool = False) -> int:
         print(" ".join(cmd))
         print(show)
         return 0
-    server = subprocess.Popen(cmd, cwd=ROOT)
-    try:
-        while server.poll() is None:
+    return serve(cmd, f"http://127.0.0.1:{port}/api/status?token={token}",
+                 f"\nparlab: JupyterLab is running (Ctrl-C to stop). Open:\n{show}\n")
+
+
+def serve(cmd: list[str], status_url: str, ready: str) -> int:
+    """Run the server ``cmd`` (environment: ``lab_env``) until it ends, printing ``ready`` once
+    ``status_url`` answers. Ctrl-C, SIGTERM and SIGHUP (a closed terminal, ``kill``) stop it
+    alike: SIGTERM to the server (it shuts its kernels down), then wait for it; a second one
+    while waiting kills it. Returns the server's exit status."""
+    from parlab.train.stop import signals_as_interrupt
+
+    server = None
+    with signals_as_interrupt(signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            server = subprocess.Popen(cmd, cwd=ROOT, env=lab_env())
+            while server.poll() is None:
+                try:
+                    urllib.request.urlopen(status_url, timeout=2)
+                    break
+                except OSError:
+                    time.sleep(0.5)
+            if server.poll() is None:
+                print(ready, flush=True)
+            return server.wait()
+        except KeyboardInterrupt:
+            if server is None:
+                return 130
+            server.terminate()
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.5)
-        if server.poll() is None:
-            print(f"\nparlab: JupyterLab is running (Ctrl-C to stop). Open:\n{show}\n", flush=True)
-        return server.wait()
-    except KeyboardInterrupt:  # stop the server (SIGTERM: it shuts its kernels down) and wait
-        server.terminate()
-        return server.wait()
+                return server.wait()
+            except KeyboardInterrupt:
+                server.kill()
+                return server.wait()
 
 
 def default_notebooks(root: Path = ROOT) -> list[Path]:

@@ -20,7 +20,7 @@ per dimension, beside the shared pieces every strategy is tested against.
     trainer/             train_3d (DP x TP x PP, ZeRO-1), its prediction, report and checkpoints (chapter 08);
                          train_5d (x CP x EP, the MoE TinyGPT; chapter 13)
 
-``parlab/train.py`` is the command line (``python -m parlab.train``, also under torchrun) that
+``parlab/train/`` is the command line (``python -m parlab.train``, also under torchrun) that
 runs ``trainer.train_3d``.
 """
 

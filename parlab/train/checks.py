@@ -12,6 +12,8 @@ import difflib
 import math
 import os
 import re
+import socket
+import stat
 from pathlib import Path
 
 from parlab.layout import check_layout
@@ -30,24 +32,53 @@ def _positive_number(flag: str, value: float) -> None:
         raise ValueError(f"{flag} must be a positive finite number, got {value}")
 
 
+def env_rank(environ) -> int | None:
+    """This process's RANK as a number ('00' is rank 0), or None where it is absent, not an
+    integer or not below WORLD_SIZE (then the process itself must say what is wrong)."""
+    try:
+        rank, world = int(environ["RANK"]), int(environ.get("WORLD_SIZE", "1"))
+    except (KeyError, ValueError):
+        return None
+    return rank if 0 <= rank < world else None
+
+
 def check_env(environ, torchrun: bool) -> None:
-    """torchrun's variables are integers in range (LOCAL_WORLD_SIZE is read also outside it)."""
+    """torchrun's variables are integers in range (LOCAL_WORLD_SIZE is read also outside it),
+    RANK < WORLD_SIZE and LOCAL_RANK < LOCAL_WORLD_SIZE, MASTER_PORT a port and MASTER_ADDR a
+    name that resolves (else the group's rendezvous waits ~35 s and fails with a traceback)."""
     names = TORCHRUN_INTS if torchrun else {"LOCAL_WORLD_SIZE": 1}
+    got = {}
     for name, low in names.items():
         if name not in environ:
             continue
         text = environ[name]
         try:
-            value = int(text)
+            got[name] = int(text)
         except ValueError:
             raise ValueError(f"environment variable {name} must be an integer, got {text!r}") from None
-        if value < low:
-            raise ValueError(f"environment variable {name} must be >= {low}, got {value}")
+        if got[name] < low:
+            raise ValueError(f"environment variable {name} must be >= {low}, got {got[name]}")
+    if not torchrun:
+        return
+    for rank, size in (("RANK", "WORLD_SIZE"), ("LOCAL_RANK", "LOCAL_WORLD_SIZE")):
+        if rank in got and size in got and got[rank] >= got[size]:
+            raise ValueError(f"environment variable {rank}={got[rank]} must be < {size}={got[size]} "
+                             f"(the ranks are 0..{size} - 1)")
+    if got["MASTER_PORT"] > 65535:
+        raise ValueError(f"environment variable MASTER_PORT must be a port in 1..65535, "
+                         f"got {got['MASTER_PORT']}")
+    addr = environ["MASTER_ADDR"]
+    try:
+        socket.getaddrinfo(addr, got["MASTER_PORT"], type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as err:  # socket.gaierror; an IDNA-invalid name
+        why = getattr(err, "strerror", None) or err
+        raise ValueError(f"environment variable MASTER_ADDR={addr!r} does not resolve ({why}): "
+                         f"the processes of the group could never meet there") from None
 
 
 def check_path_flags(args) -> None:
-    """--checkpoint-dir is a directory path (not '', not a file); --log-json a file whose
-    directory exists."""
+    """--checkpoint-dir is a directory path (not '', not a file); --log-json a file that can
+    be written (``check_log_target``)."""
     ck = args.checkpoint_dir
     if ck is not None:
         if ck.strip() == "":
@@ -57,14 +88,56 @@ def check_path_flags(args) -> None:
             raise ValueError(f"--checkpoint-dir {ck} is a file, not a directory")
     elif args.resume or args.save_every:
         raise ValueError("--resume and --save-every need --checkpoint-dir")
-    log = args.log_json
-    if log is not None:
-        path = Path(log)
-        if log.strip() == "" or path.is_dir():
-            raise ValueError(f"--log-json must be a file path, got {log!r}"
-                             + (" (a directory)" if log.strip() else ""))
-        if not path.parent.is_dir():
-            raise ValueError(f"--log-json {log}: its directory {path.parent} does not exist")
+    if args.log_json is not None:
+        check_log_target(args.log_json)
+
+
+def check_log_target(log: str) -> None:
+    """--log-json names a regular file that can be written, or a new file in a writable
+    directory: a FIFO would block the run forever and a device (/dev/full) fail mid-run."""
+    path = Path(log)
+    if log.strip() == "" or path.is_dir():
+        raise ValueError(f"--log-json must be a file path, got {log!r}"
+                         + (" (a directory)" if log.strip() else ""))
+    if path.exists():
+        mode = path.stat().st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or
+                    stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+            raise ValueError(f"--log-json {log} is {kind}: it must be a regular file (or a new one)")
+        if not os.access(path, os.W_OK):
+            raise ValueError(f"--log-json {log}: the file is not writable")
+    elif not path.parent.is_dir():
+        raise ValueError(f"--log-json {log}: its directory {path.parent} does not exist")
+    elif not os.access(path.parent, os.W_OK | os.X_OK):
+        raise ValueError(f"--log-json {log}: its directory {path.parent} is not writable")
+
+
+def check_fault(text: str | None, steps: int, world: int,
+                done: int = 0) -> tuple[int, int, str] | None:
+    """--kill-at STEP[:RANK[:save]] (fault injection): (step, rank, 'step' or 'save'), with
+    ``done`` < STEP <= --steps (``done``: the step a resume starts from) and
+    0 <= RANK < dp x tp x pp (another one would never fire)."""
+    if text is None:
+        return None
+    parts = text.split(":")
+    try:
+        if len(parts) > 3:
+            raise ValueError
+        step, rank = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        raise ValueError(f"--kill-at must be STEP[:RANK[:save]], got {text!r}") from None
+    during = parts[2] if len(parts) > 2 else "step"
+    if during not in ("step", "save"):
+        raise ValueError(f"--kill-at's third field must be 'save' (or absent), got {during!r}")
+    if not done < step <= steps:
+        after = f" (the checkpoint resumed is at step {done})" if done else ""
+        raise ValueError(f"--kill-at's step must be in {done + 1}..--steps={steps}{after}, got "
+                         f"{step} (it would never fire)")
+    if not 0 <= rank < world:
+        raise ValueError(f"--kill-at's rank must be in 0..{world - 1} (dp x tp x pp = {world} "
+                         f"ranks), got {rank} (it would never fire)")
+    return step, rank, during
 
 
 def check_schedule(args) -> str:
@@ -141,6 +214,7 @@ def check_args(args, environ=os.environ, torchrun: bool = False) -> None:
     check_path_flags(args)
     check_env(environ, torchrun)
     check_plan_flags(args, environ, torchrun)
+    check_fault(args.kill_at, args.steps, args.dp * args.tp * args.pp)
     check_resume(args)
 
 

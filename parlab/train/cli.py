@@ -16,7 +16,7 @@ sent beside the cost model's prediction. ``--log-json FILE`` writes one JSON lin
 ``--kill-at STEP[:RANK[:save]]`` is fault injection for tests: that rank SIGKILLs itself at the
 start of that step (or while saving that step's checkpoint).
 
-Before any rank starts, the arguments are checked (``train_checks``: one line and exit status 2
+Before any rank starts, the arguments are checked (``checks``: one line and exit status 2
 for each broken rule, before torch is imported), the run's memory is estimated with the cost
 model and refused if it cannot fit this machine, and the checkpoint directory is checked (not
 held by another run, a resume's checkpoint complete and compatible, no old checkpoints under a
@@ -25,17 +25,30 @@ its processes already, so a wrong ``--nproc_per_node`` is told in one line by ra
 ``--nproc_per_node`` that fits) and torchrun then adds its own report of the failed processes
 (its ChildFailedError traceback; nothing its processes do can stop that report). From Python, ``parlab.comm.torchrun.run_torchrun(["-m", "parlab.train", ...], n)``
 starts it under torchrun with torchrun's log directory in a temporary directory of its own.
+Every refusal is said once, by rank 0 (``refuse_once``).
+
+A run that ends early ends in one line (``stop``): Ctrl-C (status 130), a loss that is no
+longer finite or a ``--log-json`` that can no longer be written (status 1), each naming the last
+complete checkpoint and the command that resumes it. A torchrun worker dies with its agent.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
+from parlab.train.checks import env_rank
+from parlab.train.output import Progress, RankZeroPlain
+from parlab.train.stop import (
+    INTERRUPTED,
+    die_with_parent,
+    signals_as_interrupt,
+    stop_line,
+    wait_for_torchrun_stop,
+)
+
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-BAR_WIDTH = 20
 USAGE = "python -m parlab.train --steps N [--dp N --tp N --pp N ...] (--help: every option)"
 
 
@@ -83,7 +96,8 @@ def parser() -> argparse.ArgumentParser:
     eng.add_argument("--timeout", type=float, default=120.0, help="seconds a rank may wait in one call")
     ck = ap.add_argument_group("checkpoints")
     ck.add_argument("--checkpoint-dir", default=None)
-    ck.add_argument("--save-every", type=int, default=0, help="save every K steps (0: never)")
+    ck.add_argument("--save-every", type=int, default=None,
+                    help="save every K steps (default 0: never)")
     ck.add_argument("--resume", action="store_true", help="start from the latest complete checkpoint")
     out = ap.add_argument_group("output")
     out.add_argument("--log-json", default=None, help="append one JSON line per step to FILE")
@@ -94,55 +108,13 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def parse_fault(text: str | None):
-    """'STEP[:RANK[:save]]' -> a train.Fault (None for None)."""
-    if text is None:
-        return None
+def parse_fault(text: str | None, steps: int, world: int, done: int = 0):
+    """'STEP[:RANK[:save]]' -> a train.Fault (None for None), by ``checks.check_fault``."""
     from parlab.parallel.trainer import Fault
+    from parlab.train.checks import check_fault
 
-    parts = text.split(":")
-    try:
-        step, rank = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
-    except ValueError:
-        raise ValueError(f"--kill-at must be STEP[:RANK[:save]], got {text!r}") from None
-    during = parts[2] if len(parts) > 2 else "step"
-    if during not in ("step", "save"):
-        raise ValueError(f"--kill-at's third field must be 'save' (or absent), got {during!r}")
-    return Fault(step, rank, during)
-
-
-SHORT_PHASES = {"pipeline": "pp", "tied embedding": "tied", "dp all-reduce": "dp",
-                "optimizer": "opt", "checkpoint": "ckpt"}  # the step line's names (--wide: full)
-
-
-def short_line(log) -> str:
-    """A step in a short line (it fits 100 columns even with launch's '[rank 0] ' before it):
-    the loss, tokens/s and the milliseconds of each phase that took one, by short name."""
-    ms = " ".join(f"{SHORT_PHASES.get(k, k)} {v * 1e3:.0f}" for k, v in log.phases.items()
-                  if round(v * 1e3))
-    return f"loss {log.loss:.4f} | {log.tokens_per_s:,.0f} tok/s" + (f" | ms: {ms}" if ms else "")
-
-
-class Progress:
-    """Rank 0's per-step output: the step's line ('step 3/20 loss ...', short; ``wide``: a
-    progress bar and every phase by its full name), and a JSON line per step."""
-
-    def __init__(self, total: int, quiet: bool = False, json_path: str | None = None,
-                 wide: bool = False):
-        self.total, self.quiet, self.json_path, self.wide = total, quiet, json_path, wide
-
-    def __call__(self, log) -> None:
-        if not self.quiet and self.wide:
-            done = round(BAR_WIDTH * log.step / self.total)
-            bar = "#" * done + "." * (BAR_WIDTH - done)
-            print(f"[{bar}] {log.step}/{self.total} {log.line()}", flush=True)
-        elif not self.quiet:
-            print(f"step {log.step}/{self.total} {short_line(log)}", flush=True)
-        if self.json_path:
-            row = {"step": log.step, "loss": log.loss, "seconds": log.seconds,
-                   "tokens_per_s": log.tokens_per_s, "phases": log.phases}
-            with open(self.json_path, "a") as f:
-                f.write(json.dumps(row) + "\n")
+    fault = check_fault(text, steps, world, done)
+    return None if fault is None else Fault(*fault)
 
 
 def cli_worker(comm, config, plan, steps, checkpoint, progress, fault, device="cpu"):
@@ -188,22 +160,43 @@ def preflight(checkpoint, config, plan, probe_lock: bool) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
     torchrun = under_torchrun()
+    try:
+        return run(args, argv, torchrun)
+    except KeyboardInterrupt:  # Ctrl-C (torchrun: or its SIGTERM): one line, not a traceback per rank
+        if speaks(torchrun):
+            refuse(stop_line("interrupted", args.checkpoint_dir, argv, torchrun), args.wide)
+        return INTERRUPTED
+
+
+def speaks(torchrun: bool) -> bool:
+    """Whether this process says what is wrong: outside torchrun always; under torchrun rank 0,
+    or a process whose RANK is not a rank of its WORLD_SIZE (an error of its own)."""
+    return not torchrun or env_rank(os.environ) in (None, 0)
+
+
+def refuse_once(err, args, torchrun: bool) -> int:
+    """A refusal, the same on every rank of a torchrun job: said once, by rank 0 (another rank
+    waits for torchrun to stop it, so that rank 0 is the failure torchrun names). Status 2."""
+    if speaks(torchrun):
+        refuse(err, args.wide)
+    elif "TORCHELASTIC_RUN_ID" in os.environ:
+        wait_for_torchrun_stop(args.timeout)
+    return 2
+
+
+def run(args, argv: list[str], torchrun: bool) -> int:
+    """``main`` once parsed: check, then train here (``launch``) or as one torchrun rank."""
     try:  # plain checks first: no torch imported yet
         from parlab.train.checks import check_args
 
         check_args(args, os.environ, torchrun)
     except ValueError as err:
-        # the same on every rank of a torchrun job: said once, by rank 0 (or where RANK is bad)
-        rank = os.environ.get("RANK", "").strip()
-        if not torchrun or not rank.isdigit() or int(rank) == 0:
-            refuse(err, args.wide)
-        elif "TORCHELASTIC_RUN_ID" in os.environ:
-            wait_for_torchrun_stop(args.timeout)
-        return 2
+        return refuse_once(err, args, torchrun)
     from parlab.parallel.model import GPTConfig
-    from parlab.parallel.trainer import Checkpointing, TrainPlan
+    from parlab.parallel.trainer import Checkpointing, TrainingStopped, TrainPlan
     from parlab.train.checks import check_fits
 
     try:
@@ -215,17 +208,20 @@ def main(argv: list[str] | None = None) -> int:
         plan.check(config)
         local = int(os.environ.get("LOCAL_WORLD_SIZE", plan.world)) if torchrun else plan.world
         check_fits(config, plan, local)
-        checkpoint = None
+        checkpoint, done = None, None
         if args.checkpoint_dir is not None:
-            checkpoint = Checkpointing(args.checkpoint_dir, args.save_every, args.resume)
-            done = preflight(checkpoint, config, plan,
-                             probe_lock=not torchrun or os.environ["RANK"] == "0")
+            checkpoint = Checkpointing(args.checkpoint_dir, args.save_every or 0, args.resume)
+            done = preflight(checkpoint, config, plan, probe_lock=speaks(torchrun))
             if done is not None and done >= args.steps:
-                if not torchrun or os.environ["RANK"] == "0":
+                if speaks(torchrun):
                     print(f"nothing to do: the checkpoint in {args.checkpoint_dir} is at step {done} "
                           f"and --steps is {args.steps} (raise --steps to train further)")
                 return 0
-        fault = parse_fault(args.kill_at)
+            if args.resume and args.save_every is None and speaks(torchrun):
+                refuse("note: --resume without --save-every saves no further checkpoint (the "
+                       "checkpoint does not record the run's --save-every); add --save-every K "
+                       "to keep saving", args.wide)
+        fault = parse_fault(args.kill_at, args.steps, plan.world, done or 0)
         progress = Progress(args.steps, args.quiet, args.log_json, args.wide)
         if args.tp_inside_node:
             per_node = args.gpus_per_node or int(os.environ.get("LOCAL_WORLD_SIZE", plan.world))
@@ -233,25 +229,47 @@ def main(argv: list[str] | None = None) -> int:
         if args.device == "cuda":
             check_cuda(torchrun)
         if torchrun:
-            from parlab.comm import from_torchrun
-
             plan.grid.check(world=int(os.environ["WORLD_SIZE"]))  # before joining the group
-            comm = from_torchrun("nccl" if args.device == "cuda" else "gloo", args.timeout)
-            cli_worker(comm, config, plan, args.steps, checkpoint, progress, fault, args.device)
-            return 0
-        plan.grid.check(world=plan.world)
-        from parlab.comm import CommError, launch
-
-        try:
-            with RankZeroPlain():
-                launch(cli_worker, plan.world, config, plan, args.steps, checkpoint, progress,
-                       fault, backend=args.backend, timeout=args.timeout, stream=True)
-        except CommError as err:
-            refuse(f"the run failed: {err}", args.wide)
-            return 1
     except (ValueError, FileNotFoundError) as err:
-        refuse(err, args.wide)
-        return 2
+        return refuse_once(err, args, torchrun)
+    if torchrun:
+        return torchrun_rank(args, argv, config, plan, checkpoint, progress, fault)
+    from parlab.comm import CommError, launch
+
+    try:
+        with RankZeroPlain():
+            launch(cli_worker, plan.world, config, plan, args.steps, checkpoint, progress,
+                   fault, backend=args.backend, timeout=args.timeout, stream=True)
+    except CommError as err:
+        if isinstance(err.__cause__, TrainingStopped):  # the run stopped itself: its own line
+            refuse(stop_line(str(err.__cause__), args.checkpoint_dir, argv, False), args.wide)
+        else:
+            refuse(f"the run failed: {err}", args.wide)
+        return 1
+    return 0
+
+
+def torchrun_rank(args, argv, config, plan, checkpoint, progress, fault) -> int:
+    """One rank of a torchrun job: dies with its agent, joins the group, trains. Ctrl-C (and
+    the agent's SIGTERM after it) and a run that stops itself are one line, by rank 0."""
+    from parlab.comm import from_torchrun
+    from parlab.comm.errors import connection_lost
+    from parlab.parallel.trainer import TrainingStopped
+
+    die_with_parent()  # kill -9 of torchrun must not leave this rank training on its own
+    with signals_as_interrupt() as signals:
+        comm = from_torchrun("nccl" if args.device == "cuda" else "gloo", args.timeout)
+        try:
+            cli_worker(comm, config, plan, args.steps, checkpoint, progress, fault, args.device)
+        except TrainingStopped as err:
+            if speaks(True):
+                refuse(stop_line(str(err), args.checkpoint_dir, argv, True), args.wide)
+            return 1
+        except Exception as err:  # noqa: BLE001 - what a stop signal became (DCP wraps it) or
+            # a peer it ended first: this rank's share of the stop; anything else is raised
+            if signals.fired or (connection_lost(str(err)) and signals.wait(5.0)):
+                raise KeyboardInterrupt from None
+            raise
     return 0
 
 
@@ -261,43 +279,6 @@ def refuse(err, wide: bool) -> None:
     from parlab.cli.fit import fit
 
     print(fit(f"parlab.train: {err}", wide=wide), file=sys.stderr, flush=True)
-
-
-def wait_for_torchrun_stop(timeout: float) -> None:
-    """Another rank than 0 that refused its arguments waits for torchrun's SIGTERM (sent once
-    rank 0 has said why and exited), or ``timeout`` seconds: exiting first, it would be
-    torchrun's first failure, and torchrun's SIGTERM could stop rank 0 before its line."""
-    import signal
-
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    signal.sigtimedwait({signal.SIGTERM}, min(timeout, 60.0))
-
-
-class RankZeroPlain:
-    """``sys.stdout`` while the local ranks run: rank 0's lines (the step lines and the table,
-    the trainer's own output) without the '[rank 0] ' that ``launch`` puts before each line it
-    relays; another rank's output keeps its prefix, and stderr is untouched."""
-
-    PREFIX = "[rank 0] "
-
-    def __enter__(self):
-        self.out = sys.stdout
-        sys.stdout = self
-        return self
-
-    def __exit__(self, *exc) -> None:
-        sys.stdout = self.out
-
-    def write(self, text: str) -> int:
-        lines = text.split("\n")
-        self.out.write("\n".join(x.removeprefix(self.PREFIX) for x in lines))
-        return len(text)
-
-    def flush(self) -> None:
-        self.out.flush()
-
-    def __getattr__(self, name: str):  # fileno, isatty, encoding, ...: the real stdout's
-        return getattr(self.out, name)
 
 
 def check_cuda(torchrun: bool) -> None:

@@ -13,12 +13,21 @@ pipeline schedule, the engine of ``python -m parlab.train``, and its sharded che
 
 from .engine import serial_losses, train_3d
 from .five_d import train_5d
-from .plan import PHASES, Checkpointing, Fault, RankReport, StepLog, TrainPlan, with_layout
+from .plan import (
+    PHASES,
+    Checkpointing,
+    Fault,
+    RankReport,
+    StepLog,
+    TrainingStopped,
+    TrainPlan,
+    with_layout,
+)
 from .predict import predict
 from .report import gather_summary, pipeline_timeline, summary_table
 
 __all__ = [
     "serial_losses", "train_3d", "PHASES", "Checkpointing", "Fault", "RankReport", "StepLog",
-    "TrainPlan", "with_layout", "predict", "gather_summary", "pipeline_timeline", "summary_table",
+    "TrainingStopped", "TrainPlan", "with_layout", "predict", "gather_summary", "pipeline_timeline", "summary_table",
     "train_5d",
 ]

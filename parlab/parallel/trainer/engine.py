@@ -30,6 +30,7 @@ saved activations held, and bytes sent in each group: TP all-reduces, PP sends, 
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -44,7 +45,7 @@ from ..model import GPTConfig
 from ..pipeline_parallel.executor import check_run, run_schedule
 from ..pipeline_parallel.stage import owned_params, sync_tied_grads
 from ..zero.offload import ShardOptimizer
-from .plan import BETAS, EPS, Checkpointing, Fault, RankReport, StepLog, TrainPlan
+from .plan import BETAS, EPS, Checkpointing, Fault, RankReport, StepLog, TrainingStopped, TrainPlan
 from .predict import predict
 from .stage_tp import build_tp_chunks
 
@@ -179,6 +180,9 @@ def _train_loop(trainer: Trainer, report: RankReport, steps: int, checkpoint, ru
         run, phases = trainer.train_step(x, y)
         measured = {"memory": trainer.held(run), "traffic": trainer.sent()}
         loss = trainer.global_loss(run)
+        if not math.isfinite(loss):  # the same number on every rank: all stop here, unsaved
+            raise TrainingStopped(f"the loss of step {trainer.step} is {loss} (not finite): the "
+                                  f"run diverged and stopped (is --lr {plan.lr:g} too high?)")
         t = time.perf_counter()
         if checkpoint is not None and checkpoint.save_every and trainer.step % checkpoint.save_every == 0:
             from .checkpoint.sharded import save
@@ -203,7 +207,8 @@ def train_3d(comm, config: GPTConfig, plan: TrainPlan, steps: int,
     ``steps`` steps are done (resuming from a checkpoint if asked), saving every
     ``checkpoint.save_every`` steps; ``on_step`` is called on rank 0 after each step;
     ``device`` 'cuda' puts this rank's pieces on its GPU (under torchrun with NCCL). Returns
-    this rank's ``RankReport``."""
+    this rank's ``RankReport``. A step whose loss is not finite raises ``TrainingStopped`` on
+    every rank (the loss is the same number everywhere) before that step is saved."""
     positive("steps", steps, integer=True)
     trainer = Trainer(comm, config, plan, device)
     pg = trainer.pg

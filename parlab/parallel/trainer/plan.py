@@ -144,6 +144,12 @@ class Fault:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+class TrainingStopped(RuntimeError):
+    """The run stopped itself, its message the one line ``python -m parlab.train`` prints: a
+    loss that is no longer finite (nothing after it can be trusted, and it is never saved),
+    or a step log that can no longer be written."""
+
+
 def with_layout(plan: TrainPlan, dp: int, tp: int, pp: int) -> TrainPlan:
     """The same plan on another grid."""
     return replace(plan, dp=dp, tp=tp, pp=pp)
