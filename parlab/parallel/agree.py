@@ -11,6 +11,8 @@ and ``torch.distributed``'s ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` does for collecti
 
     agree(comm, "ring_attention", {"balanced": True, "seq len per rank": 8, "dtype": torch.float32})
     taken = check_training(comm, "train_5d", batches, steps, lr)   # the batches it will use
+    with diverging("train_5d", step):                              # a nan inside: one line
+        ...
     check_loss("train_5d", step, loss)                              # stop at the first nan / inf
 """
 
@@ -19,7 +21,8 @@ from __future__ import annotations
 import math
 import struct
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from itertools import islice
 
 import numpy as np
@@ -115,6 +118,16 @@ def check_loss(who: str, step: int, loss: float) -> float:
     """``loss`` if finite; else FloatingPointError: training diverged at ``step`` (1-based). Call
     it with a loss every rank shares (all-reduced), so every rank stops alike."""
     if not math.isfinite(loss):
-        raise FloatingPointError(f"{who}: the loss at step {step} is {loss} (not finite): training "
-                                 f"diverged; lower lr or check the data")
+        raise FloatingPointError(f"{who}: training diverged at step {step}: the loss is {loss} (not "
+                                 f"finite); lower lr or check the data")
     return loss
+
+
+@contextmanager
+def diverging(who: str, step: int) -> Iterator[None]:
+    """Run a training step: a FloatingPointError inside it (a router's nan logits, ...) comes out
+    as one line naming the trainer and the step."""
+    try:
+        yield
+    except FloatingPointError as err:
+        raise FloatingPointError(f"{who}: training diverged at step {step}: {err}") from err
