@@ -17,6 +17,7 @@ from .formats import (
     DTYPES,
     GUIDE_FP16_MAX,
     FloatFormat,
+    cast_floating,
     float_format,
     largest_from_bits,
     round_trip,
@@ -28,7 +29,7 @@ from .memory import PrecisionMemory, precision_memory
 from .training import MixedRun, train_autocast, train_mixed
 
 __all__ = [
-    "DTYPES", "GUIDE_FP16_MAX", "FloatFormat", "float_format", "largest_from_bits", "round_trip",
+    "DTYPES", "GUIDE_FP16_MAX", "FloatFormat", "cast_floating", "float_format", "largest_from_bits", "round_trip",
     "underflow_fraction", "zero_fraction", "DynamicLossScaler", "scale_history",
     "torch_scale_history", "PrecisionMemory", "precision_memory", "MixedRun", "train_autocast",
     "train_mixed",

@@ -51,7 +51,7 @@ from torch import nn
 from ..data_parallel.bucket import cap_bytes
 from ..data_parallel.ddp import broadcast_state, check_same_shapes
 from ..measure import MemoryLedger
-from ..precision import DynamicLossScaler
+from ..precision import DynamicLossScaler, cast_floating
 from .buckets import BucketCollectives, bucket_units, share_storage
 from .config import DTYPES, FP16_INIT_SCALE, check_zero_args
 from .hooks import UnitHooks, _ScaleGrad
@@ -63,7 +63,8 @@ class ZeroDataParallel(BucketCollectives, UnitHooks, nn.Module):
     """``module`` trained with ZeRO ``stage`` (0-3) over the data-parallel ranks of ``comm``.
 
     ``dtype``: the working weights and gradients ('fp32', or 'bf16' / 'fp16' with fp32 master
-    weights and Adam moments in the shard). ``lr``, ``betas``, ``eps``, ``weight_decay``: AdamW,
+    weights and Adam moments in the shard; floating-point inputs are cast to it, token ids are
+    not: ``precision.cast_floating``). ``lr``, ``betas``, ``eps``, ``weight_decay``: AdamW,
     the defaults of ``parlab.parallel.make_optimizer``. ``offload``: None, 'optimizer' (stage >=
     1: master and moments on the host) or 'optimizer+params' (stage 3: the weight shard too).
     ``prefetch`` (stage 3): start the next unit's all-gather before the current one computes.
@@ -148,6 +149,8 @@ class ZeroDataParallel(BucketCollectives, UnitHooks, nn.Module):
 
     def forward(self, *args, **kwargs):
         self.ledger.sample("forward start")
+        if self.dtype != "fp32":  # float inputs meet 16-bit weights: cast them (DeepSpeed, autocast)
+            args, kwargs = cast_floating((args, kwargs), DTYPES[self.dtype])
         out = self.module(*args, **kwargs)
         if self.scaler is not None and isinstance(out, torch.Tensor) and out.requires_grad:
             out = _ScaleGrad.apply(out, self.scaler.scale_value)  # backward starts at the scale
