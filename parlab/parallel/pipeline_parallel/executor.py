@@ -52,6 +52,7 @@ import torch
 
 from parlab.schedules import Op, Schedule, Timeline, validate
 
+from ..agree import check_training
 from ..measure import PhaseClock, SavedActivations, align
 from ..model import GPTConfig
 from ..tensor_parallel.layers import check_ids
@@ -243,12 +244,15 @@ def train_pipeline(comm, schedule: Schedule, config: GPTConfig, batches: Iterabl
     """Worker function: ``steps`` pipelined steps of plain SGD (``w -= lr * grad``, applied
     by hand: no optimizer object, so no ``torch._dynamo`` import in the worker) on consecutive
     batches; returns (the loss of every step on the last rank, [] elsewhere; the last step's
-    ``StageRun``)."""
+    ``StageRun``). The arguments are ``agree.check_training``'s (the first ``steps`` batches, the
+    same on every rank) and ``check_run``'s, all checked before the first step."""
+    taken = check_training(comm, "train_pipeline", batches, steps, lr)
+    for x, y in taken:
+        check_run(comm, schedule, config, x, y)
     model, chunks = schedule_chunks(config, schedule, comm.rank)
     params = list(owned_params(model, chunks).values())
     losses, run = [], None
-    for _, (x, y) in zip(range(steps), batches, strict=False):
-        check_run(comm, schedule, config, x, y)
+    for x, y in taken:
         for prm in params:
             prm.grad = None
         run = run_schedule(comm, schedule, model, chunks, x, y)
@@ -259,8 +263,6 @@ def train_pipeline(comm, schedule: Schedule, config: GPTConfig, batches: Iterabl
                     prm -= lr * prm.grad
         if run.loss is not None:
             losses.append(run.loss)
-    if run is None:
-        raise ValueError(f"steps must be >= 1 and batches non-empty, got steps={steps}")
     return losses, run
 
 
