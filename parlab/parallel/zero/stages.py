@@ -57,9 +57,10 @@ from .config import DTYPES, FP16_INIT_SCALE, check_zero_args
 from .hooks import UnitHooks, _ScaleGrad
 from .offload import ShardOptimizer, check_adamw
 from .unit import Unit, find_units, replace_params
+from .update import ShardUpdate
 
 
-class ZeroDataParallel(BucketCollectives, UnitHooks, nn.Module):
+class ZeroDataParallel(BucketCollectives, UnitHooks, ShardUpdate, nn.Module):
     """``module`` trained with ZeRO ``stage`` (0-3) over the data-parallel ranks of ``comm``.
 
     ``dtype``: the working weights and gradients ('fp32', or 'bf16' / 'fp16' with fp32 master
@@ -254,60 +255,6 @@ class ZeroDataParallel(BucketCollectives, UnitHooks, nn.Module):
         self._in_backward = False
         self._reduced = True
         self.after_backward = self.ledger.sample("backward end")
-
-    # ---------------------------------------------------------------- the update
-    def _grads(self) -> list[torch.Tensor]:
-        return [u.grad_bucket if self.stage == 0 else u.grad_shard for u in self.units]
-
-    @torch.no_grad()
-    def _all_finite(self) -> bool:
-        """Whether every rank's gradients are free of inf and nan (stage 0: they are the same
-        everywhere; else one 1-element all-reduce of the flags, so every rank decides alike)."""
-        bad = torch.tensor([float(not all(bool(torch.isfinite(g).all()) for g in self._grads()))])
-        if self.stage >= 1 and self.world > 1:
-            bad = self.comm.all_reduce(bad, op="max")
-        return not bool(bad[0])
-
-    @torch.no_grad()
-    def step(self) -> None:
-        """AdamW on each owned shard from the averaged gradient; stages 1-2 then all-gather the
-        updated weights (stage 0 updated them all; stage 3 gathers them when next used). With a
-        loss scaler: a step whose gradients hold an inf or nan on any rank is skipped."""
-        if not self._reduced or any(g is None for g in self._grads()):
-            raise RuntimeError("step() before backward(): no gradient to apply")
-        divide = self.world
-        if self.scaler is not None:
-            self.scaler.found_inf = not self._all_finite()
-            divide = self.world * self.scaler.scale_value
-            if self.scaler.found_inf:
-                self.skipped_steps += 1
-        if self.scaler is None or not self.scaler.found_inf:
-            for u in self.units:
-                u.opt.step(u.grad_bucket if self.stage == 0 else u.grad_shard, divide_by=divide)
-            self.ledger.sample("updated")
-            if self.stage in (1, 2) and self.world > 1:
-                self._gather_updated()
-        for u in self.units:
-            if self.stage <= 1:
-                u.grad_bucket.zero_()
-            u.grad_shard = None
-        if self.scaler is not None:
-            self.scaler.update()
-        self._reduced = False
-        self.ledger.sample("step end")
-
-    @torch.no_grad()
-    def full_parameters(self) -> list[torch.Tensor]:
-        """The fp32 master weights of the whole model, in ``module.parameters()`` order
-        (collective: every rank of the group must call it); a frozen parameter as it is, in fp32."""
-        full = {}
-        for u in self.units:
-            master = u.opt.master
-            flat = self.comm.all_gather(master.contiguous()) if self.stage >= 1 and self.world > 1 else master
-            for p, v in zip(u.params, u.views(flat), strict=True):
-                full[id(p)] = v.view(p.shape).clone()
-        return [full[id(p)] if id(p) in full else p.detach().to(torch.float32, copy=True)
-                for p in self.module.parameters()]
 
     def remove_hooks(self) -> None:
         for h in self._hooks:
