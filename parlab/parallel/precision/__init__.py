@@ -7,7 +7,8 @@ which underflows (Micikevicius et al. 2018, "Mixed Precision Training", Sec. 3.2
     run = train_mixed(GPTConfig(), steps=8, dtype=torch.float16, scaler=DynamicLossScaler())
     run.losses, run.scales, run.skipped
 
-    formats.py       what a dtype holds: range, precision, round trips, values flushed to zero
+    formats.py       what a dtype holds: range, precision, round trips, values flushed to zero;
+                     a model's float inputs cast to its 16-bit working dtype (cast_floating)
     loss_scaling.py  DynamicLossScaler, and its scale history against GradScaler's
     training.py      train_mixed (fp32 master + 16-bit working copy), train_autocast (torch's)
     memory.py        the weight and activation bytes of TinyGPT in one dtype, measured
