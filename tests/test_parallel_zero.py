@@ -18,8 +18,8 @@ and returns numbers; the tests read them. The same worlds run the edge cases on 
 four equal blocks (``_Blocks``): each rank skipping a different block (every stage equals stage
 0 within ATOL), an fp16 gradient that overflows on one rank (the step is skipped on every rank,
 the loss scale halves, the master weights stay bit for bit), float32 inputs to fp16 weights
-(cast, as DeepSpeed's engine casts them), a frozen parameter, a step before any backward, and a
-meta tensor handed to the communicator.
+(cast, as DeepSpeed's engine casts them), a frozen parameter, a step before any backward, ranks
+built with different settings, and a meta tensor handed to the communicator.
 """
 
 from __future__ import annotations
@@ -226,6 +226,7 @@ def _edge_cases(comm) -> dict:
     full = frozen.full_parameters()
     out["frozen"] = (len(full), _err(full[-1:], [_Blocks().head.bias]))
     out["early_step"] = _error(ZeroDataParallel(_Blocks(), comm, 0).step)
+    out["lr per rank"] = _error(lambda: ZeroDataParallel(_Blocks(), comm, 1, lr=LR * (1 + comm.rank)))
     meta = torch.empty(4, device="meta")
     out["meta"] = [_error(lambda: comm.all_reduce(meta)),
                    _error(lambda: comm.all_reduce(meta, async_op=True).wait())]
@@ -274,11 +275,14 @@ def test_fp16_takes_float32_inputs_as_it_takes_fp16_ones(edge):
         assert r["fp16_float_input"] == {0: 0.0, 1: 0.0, 2: 0.0, 3: 0.0}
 
 
-def test_frozen_parameter_and_early_step(edge):
+def test_frozen_parameter_early_step_and_settings_that_differ_between_ranks(edge):
     _, ranks = edge
     for r in ranks:
         assert r["frozen"] == (10, 0.0)  # 4 x (weight, bias), the head's weight and its frozen bias
         assert "step() before backward()" in r["early_step"]
+        # each rank updates its own shard: another lr on one rank was silently wrong
+        assert r["lr per rank"].startswith("CollectiveMismatch: ZeroDataParallel: the ranks disagree on lr "
+                                           "(rank 0 0.01, rank 1 0.02, rank 2 0.03, rank 3 0.04)")
 
 
 def test_meta_tensors_are_refused_by_both_backends(edge):

@@ -48,12 +48,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..agree import agree
 from ..data_parallel.bucket import cap_bytes
 from ..data_parallel.ddp import broadcast_state, check_same_shapes
 from ..measure import MemoryLedger
 from ..precision import DynamicLossScaler, cast_floating
 from .buckets import BucketCollectives, bucket_units, share_storage
-from .config import DTYPES, FP16_INIT_SCALE, check_zero_args
+from .config import DTYPES, FP16_INIT_SCALE, OFFLOADS, check_zero_args
 from .hooks import UnitHooks, _ScaleGrad
 from .offload import ShardOptimizer, check_adamw
 from .unit import Unit, find_units, replace_params
@@ -72,7 +73,8 @@ class ZeroDataParallel(BucketCollectives, UnitHooks, ShardUpdate, nn.Module):
     ``scaler``: a ``DynamicLossScaler`` (fp16's default: one starting at 2^15; none for fp32 and
     bf16 unless given). ``bucket_cap_mb`` (MiB, > 0; DDP's default 25): stages 0-1 reduce and
     stages 1-2 all-gather the units a bucket of about this size at a time (``buckets``).
-    Frozen parameters (``requires_grad=False``) are kept as they are.
+    Frozen parameters (``requires_grad=False``) are kept as they are. Built collectively: every
+    rank must pass the same model shapes and the same settings (``CollectiveMismatch`` otherwise).
     """
 
     def __init__(self, module: nn.Module, comm, stage: int = 1, *, dtype: str = "fp32",
@@ -95,6 +97,11 @@ class ZeroDataParallel(BucketCollectives, UnitHooks, ShardUpdate, nn.Module):
         self.skipped_steps = 0  # steps not taken: a gradient held an inf or nan (with a scaler)
         self.world = comm.world_size
         check_same_shapes(module, comm, "ZeroDataParallel")
+        agree(comm, "ZeroDataParallel", {  # a shard updated with another rank's lr: silently wrong
+            "stage": stage, "dtype": DTYPES[dtype], "lr": float(lr), "beta1": float(betas[0]),
+            "beta2": float(betas[1]), "eps": float(eps), "weight_decay": float(weight_decay),
+            "offload (0 None, 1 'optimizer', 2 'optimizer+params')": OFFLOADS.index(offload),
+            "bucket bytes": cap})
         broadcast_state(module, comm)  # replicas start equal (rank 0's weights), in fp32
         owners = self.world if stage >= 1 else 1  # stage 0: every rank owns everything
         rank = comm.rank if owners > 1 else 0
