@@ -59,7 +59,8 @@ def _refusals(comm) -> dict[str, str]:
 
     return {"steps=-1": error(steps=-1), "lr=nan": error(lr=float("nan")), "lr=inf": error(lr=float("inf")),
             "lr=-1": error(lr=-1.0), "2 batches, steps=3": error(batches=data[:2], steps=3),
-            "per-rank batches": error(batches=mine), "1F1B for p=4": error(schedule=one_f_one_b(4, 2))}
+            "per-rank batches": error(batches=mine), "1F1B for p=4": error(schedule=one_f_one_b(4, 2)),
+            "1F1B m=3": error(schedule=one_f_one_b(2, 3))}
 
 
 def test_5d_refuses_bad_arguments_and_ranks_with_different_batches_in_one_line():
@@ -74,6 +75,7 @@ def test_5d_refuses_bad_arguments_and_ranks_with_different_batches_in_one_line()
         assert res["per-rank batches"].startswith("CollectiveMismatch: train_5d: the ranks disagree on "
                                                   "batches (CRC-32) (rank 0 "), res
         assert "schedule for the grid's pp=2 stages, got p=4" in res["1F1B for p=4"]
+        assert "the batch size (2) must be a multiple of m=3" in res["1F1B m=3"]  # a DP block of 2
 
 
 def test_a_diverging_5d_run_stops_at_its_first_non_finite_value_naming_the_step():

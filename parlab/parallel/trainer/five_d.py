@@ -158,6 +158,9 @@ def train_5d(comm, config: GPTConfig, spec: MoESpec, grid: Grid, batches: Iterab
     for x, y in taken:
         check_5d_batch(x, y, config, grid)
     groups = build_groups(comm, grid)
+    for x, y in taken:  # the executor's rules for each step's DP block, before any step
+        b = x.shape[0] // grid.dp
+        check_run(groups["pp"], schedule or one_f_one_b(grid.pp, b), config, x[:b], y[:b])
     model, chunks, positions = build_model(config, spec, grid, groups, comm.rank)
     params = owned_params(model, chunks)
     holder = grid.coord("pp", comm.rank) == grid.pp - 1 and grid.coord("tp", comm.rank) == 0
@@ -167,7 +170,6 @@ def train_5d(comm, config: GPTConfig, spec: MoESpec, grid: Grid, batches: Iterab
         d = grid.coord("dp", comm.rank)
         xs, ys = (t[d * b:(d + 1) * b][:, positions] for t in (x, y))  # (b/dp, s/cp)
         sched = schedule or one_f_one_b(grid.pp, b)
-        check_run(groups["pp"], sched, config, xs, ys)
         for p in params.values():
             p.grad = None
         with diverging("train_5d", step):
