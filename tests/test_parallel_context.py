@@ -4,7 +4,9 @@ on 2 and 4 ranks of both backends; every rank sends exactly the bytes
 ``parlab.costmodel.pricing.context_parallel`` predicts, and does the attention work it predicts."""
 
 import math
+import sys
 
+import cloudpickle
 import pytest
 import torch
 from hypothesis import given, settings
@@ -39,6 +41,7 @@ from parlab.parallel.context_parallel import (
 from parlab.parallel.model import causal_attention
 
 pytestmark = pytest.mark.usefixtures("warm_launches")  # launch runs on warm ranks (conftest)
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 TOL = 1e-5  # float32: |parallel - serial| of outputs and gradients (measured: <= 1e-6)
 
@@ -103,6 +106,65 @@ def test_ring_attention_refuses_mismatched_or_unsplittable_blocks_before_communi
         ring_attention(x, x[..., :2, :], x, comm=None)
     with pytest.raises(ValueError, match="n = s / cp must be even, got n=3"):
         ring_attention(x[..., :3, :], x[..., :3, :], x[..., :3, :], comm=None, balanced=True)
+
+
+@pytest.mark.parametrize(("q", "match"), [
+    (torch.zeros(1, 2, 4, 3, dtype=torch.int64), r"one floating-point dtype .*torch.int64"),
+    (torch.zeros(1, 2, 0, 3), r"non-empty: .*\(1, 2, 0, 3\)"),
+])
+def test_attention_refuses_integer_or_empty_blocks_in_one_line(q, match):
+    from parlab.parallel.context_parallel import ring_attention, ulysses_attention
+
+    for attention in (ring_attention, ulysses_attention):
+        with pytest.raises((TypeError, ValueError), match=match):
+            attention(q, q, q, comm=None)
+
+
+def test_unshard_refuses_unequal_or_missing_parts_naming_the_shapes():
+    with pytest.raises(ValueError, match=r"share one shape; got \(1, 2, 1\), \(1, 4, 1\)"):
+        unshard_sequence([torch.zeros(1, 2, 1), torch.zeros(1, 4, 1)])
+    with pytest.raises(ValueError, match="one tensor per rank"):
+        unshard_sequence([])
+
+
+def _disagreeing(comm) -> dict[str, str]:
+    """Ring attention on 2 ranks, each call with one field different on rank 1: the error each
+    rank raised (every rank must raise, and the run goes on: the check is a whole collective)."""
+    from parlab.comm import CollectiveMismatch
+    from parlab.parallel.context_parallel import ring_attention
+
+    one = comm.rank == 1
+    cases = {  # field -> (q shape, dtype, balanced) on this rank
+        "balanced": ((1, 2, 4, 3), torch.float32, not one),
+        "positions per rank": ((1, 2, 6 if one else 4, 3), torch.float32, True),
+        "heads": ((1, 3 if one else 2, 4, 3), torch.float32, True),
+        "head dim": ((1, 2, 4, 5 if one else 3), torch.float32, True),
+        "dtype": ((1, 2, 4, 3), torch.float64 if one else torch.float32, True),
+    }
+    raised = {}
+    for field, (shape, dtype, balanced) in cases.items():
+        q = torch.randn(shape, dtype=dtype)
+        try:
+            ring_attention(q, q, q, comm, balanced=balanced)
+            raised[field] = "nothing"
+        except CollectiveMismatch as err:
+            raised[field] = str(err)
+    q = torch.randn(1, 2, 4, 3)
+    raised["agreeing"] = tuple(ring_attention(q, q, q, comm).shape)  # the same ranks work on
+    return raised
+
+
+def test_ring_attention_ranks_that_disagree_on_the_layout_are_named_not_wrong():
+    """F4/F5: a rank with another balanced, seq len, heads, head dim or dtype raises
+    CollectiveMismatch naming the field and each rank's value, on every rank, as Ulysses does."""
+    for rank in launch(_disagreeing, 2):
+        assert rank.pop("agreeing") == (1, 2, 4, 3)
+        assert rank["balanced"].startswith("ring_attention: the ranks disagree on balanced (rank 0 "
+                                           "True, rank 1 False)"), rank["balanced"]
+        assert "positions per rank (rank 0 4, rank 1 6)" in rank["positions per rank"]
+        assert "heads (rank 0 2, rank 1 3)" in rank["heads"]
+        assert "head dim (rank 0 3, rank 1 5)" in rank["head dim"]
+        assert "dtype (rank 0 float32, rank 1 float64)" in rank["dtype"]
 
 
 def test_activation_memory_is_divided_by_the_degree_for_all_three():

@@ -12,6 +12,7 @@ backend's are nominal (the same formula), so both must equal the cost model's.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from dataclasses import replace
 from functools import cache
@@ -232,3 +233,94 @@ def test_a_batch_or_expert_count_ep_does_not_divide_is_refused_before_any_messag
         check_batch(Comm(), _config(), MoESpec(4, 1, 8, gated=False, bias=True), x, y)
     with pytest.raises(ValueError, match="split evenly over ep=3"):
         check_batch(Comm(), _config(), MoESpec(3, 1, 8, gated=False, bias=True), x, y)
+
+
+# ---------------------------------------------------------------------------- doors
+@pytest.mark.parametrize(("logits", "match"), [
+    (torch.zeros(4), r"\(tokens T, experts E\), got shape \(4,\), float32"),
+    (torch.zeros(8, 4, dtype=torch.long), r"floating-point .* got shape \(8, 4\), int64"),
+])
+def test_route_refuses_1d_or_integer_logits(logits, match):
+    from parlab.parallel.expert_parallel import route
+
+    with pytest.raises(ValueError, match=match):
+        route(logits, MoESpec(4, 2, 8, gated=False, bias=True))
+
+
+@pytest.mark.parametrize(("logits", "match"), [
+    (torch.full((8, 4), float("nan")), r"must be finite: 8 of 8 tokens have a nan or inf"),
+    (torch.tensor([[0.0, float("inf"), 0.0, 0.0]] + [[0.0] * 4] * 3), r"finite: 1 of 4 tokens"),
+])
+def test_route_refuses_non_finite_logits(logits, match):
+    from parlab.parallel.expert_parallel import route
+
+    with pytest.raises(FloatingPointError, match=match):
+        route(logits, MoESpec(4, 2, 8, gated=False, bias=True))
+
+
+def test_moe_refuses_hidden_states_of_another_size_or_dtype():
+    from parlab.parallel.expert_parallel import MoE
+
+    moe = MoE(MoESpec(4, 2, 8, gated=False, bias=True), 8)
+    with pytest.raises(ValueError, match=r"\(batch, seq, hidden=8\), got shape \(2, 3, 16\)"):
+        moe(torch.zeros(2, 3, 16))
+    with pytest.raises(ValueError, match="weights are float32, its input is float64"):
+        moe(torch.zeros(2, 3, 8, dtype=torch.float64))
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast casts the matmuls' inputs
+        assert moe(torch.zeros(2, 3, 8, dtype=torch.bfloat16)).shape == (2, 3, 8)
+
+
+def _doors(comm) -> dict:
+    """The refusals of expert parallelism on 4 ranks: the error each case raised on this rank."""
+    import warnings
+
+    from parlab.parallel.expert_parallel import (
+        ExpertParallelMoE,
+        MoE,
+        expert_parallel_step,
+        train_expert_parallel,
+    )
+
+    cfg, spec = _config(), SPECS["top2-c1-shared"]
+    data = [_batch(1), _batch(2), _batch(3)]
+    mine = [_batch(10 + comm.rank)] + data[1:]  # rank r's first batch differs
+
+    def error(call) -> str:
+        try:
+            call()
+        except Exception as err:  # noqa: BLE001 - the class and message are what the test reads
+            return f"{type(err).__name__}: {err}"
+        return "nothing"
+
+    out = {}
+    for name, kwargs in {"steps=-1": {"steps": -1}, "lr=nan": {"steps": 2, "lr": float("nan")},
+                         "lr=inf": {"steps": 2, "lr": float("inf")}, "lr=-1": {"steps": 2, "lr": -1.0},
+                         "lr=1e30": {"steps": 3, "lr": 1e30}}.items():
+        out[name] = error(lambda kw=kwargs: train_expert_parallel(comm, cfg, spec, iter(data), **kw))
+    out["2 batches, steps=3"] = error(lambda: train_expert_parallel(comm, cfg, spec, iter(data[:2]), 3))
+    out["per-rank batches"] = error(lambda: train_expert_parallel(comm, cfg, spec, iter(mine), 2))
+    torch.manual_seed(comm.rank)  # a serial layer drawn differently on every rank
+    out["per-rank routers"] = error(lambda: ExpertParallelMoE(MoE(spec, cfg.hidden), comm))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        expert_parallel_step(comm, cfg, spec, *data[0])
+    out["warnings"] = [str(w.message) for w in caught]
+    return out
+
+
+def test_expert_parallel_refuses_bad_arguments_and_different_ranks_in_one_line():
+    """F7/F8: steps, lr, too few batches and per-rank batches refused before any step, a
+    diverging run stopped at its first non-finite loss, per-rank routers refused, no warning."""
+    for res in launch(_doors, 4, backend="local", timeout=180):
+        assert res.pop("warnings") == []  # float(loss) of a tensor that requires grad warned
+        assert res["steps=-1"] == "ValueError: train_expert_parallel steps must be a positive integer, got -1"
+        for lr in ("nan", "inf", "-1"):
+            assert res[f"lr={lr}"].startswith("ValueError: train_expert_parallel lr must be a positive "
+                                              "number, got"), res[f"lr={lr}"]
+        assert re.fullmatch(r"FloatingPointError: train_expert_parallel: training diverged at step "
+                            r"[23]: .*(nan|inf).*", res["lr=1e30"]), res["lr=1e30"]
+        assert res["2 batches, steps=3"] == ("ValueError: train_expert_parallel: batches holds 2 (x, y) "
+                                             "pairs but steps=3: one batch per step")
+        assert res["per-rank batches"].startswith("CollectiveMismatch: train_expert_parallel: the ranks "
+                                                  "disagree on batches (CRC-32) (rank 0 "), res
+        assert "disagree on router and shared-expert weights (CRC-32)" in res["per-rank routers"]

@@ -162,7 +162,7 @@ def test_bad_input_names_the_rule():
         check_run(comm, interleaved_1f1b(4, 4, 4), CFG, x)  # 16 pieces, 8 layers
     with pytest.raises(ValueError, match="more pipeline pieces than layers"):
         split_layers(3, 4)
-    with pytest.raises(ValueError, match="launch has 2 ranks"):
+    with pytest.raises(ValueError, match="the pipeline has 2 ranks"):
         check_run(SimpleNamespace(world_size=2, rank=0), gpipe(4, 4), CFG, x)
     with pytest.raises(ValueError, match="multiple of m=5"):
         check_run(comm, one_f_one_b(4, 5), CFG, x)  # 24 rows
@@ -273,3 +273,31 @@ def test_the_executor_without_activation_counting_computes_the_same_and_counts_n
         assert all(torch.equal(counted[1][n], bare[1][n]) for n in counted[1])
         assert counted[2] > 0 and counted[3] > 0 and counted[4]
         assert bare[2:5] == (0, 0, {}) and counted[5] == bare[5]
+
+
+def _train_refusals(comm) -> dict[str, str]:
+    """train_pipeline's refusals on 2 ranks: the error each case raised on this rank."""
+    from parlab.parallel.pipeline_parallel import train_pipeline
+
+    sched, data = one_f_one_b(2, 2), [b for _, b in zip(range(2), batches(4, CFG.seq_len, seed=1), strict=False)]
+    mine = [next(batches(4, CFG.seq_len, seed=10 + comm.rank)), data[1]]  # rank r's own first batch
+    out = {}
+    for name, args in {"steps=0": (data, 0), "lr=nan": (data, 2, float("nan")), "1 batch, steps=2": (data[:1], 2),
+                       "per-rank batches": (mine, 2)}.items():
+        try:
+            train_pipeline(comm, sched, CFG, *args)
+            out[name] = "nothing"
+        except Exception as err:  # noqa: BLE001 - the class and message are what the test reads
+            out[name] = f"{type(err).__name__}: {err}"
+    return out
+
+
+def test_train_pipeline_refuses_bad_arguments_and_ranks_with_different_batches():
+    """Too few batches trained fewer steps silently; per-rank batches were not compared."""
+    for res in launch(_train_refusals, 2, timeout=60):
+        assert res["steps=0"] == "ValueError: train_pipeline steps must be a positive integer, got 0"
+        assert res["lr=nan"] == "ValueError: train_pipeline lr must be a positive number, got nan"
+        assert res["1 batch, steps=2"] == ("ValueError: train_pipeline: batches holds 1 (x, y) pairs but "
+                                           "steps=2: one batch per step")
+        assert res["per-rank batches"].startswith("CollectiveMismatch: train_pipeline: the ranks disagree "
+                                                  "on batches (CRC-32) (rank 0 "), res

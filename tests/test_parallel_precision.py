@@ -118,3 +118,12 @@ def test_bad_input_names_the_rule():
         DynamicLossScaler(backoff_factor=2.0)
     with pytest.raises(ValueError, match="dtype"):
         float_format("int8")
+
+
+def test_cast_floating_casts_float_tensors_anywhere_and_leaves_token_ids():
+    from parlab.parallel.precision import cast_floating
+
+    ids, x = torch.arange(3), torch.ones(2, dtype=torch.float32)
+    args, kwargs = cast_floating(((ids, [x]), {"mask": x, "n": 3}), torch.float16)
+    assert args[0] is ids and args[1][0].dtype == torch.float16 and isinstance(args[1], list)
+    assert kwargs["mask"].dtype == torch.float16 and kwargs["n"] == 3

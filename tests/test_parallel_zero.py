@@ -17,8 +17,9 @@ One warm 4-rank World per backend runs every check (split into dp groups 3 + 1, 
 and returns numbers; the tests read them. The same worlds run the edge cases on a small model of
 four equal blocks (``_Blocks``): each rank skipping a different block (every stage equals stage
 0 within ATOL), an fp16 gradient that overflows on one rank (the step is skipped on every rank,
-the loss scale halves, the master weights stay bit for bit), a frozen parameter, a step before
-any backward, and a meta tensor handed to the communicator.
+the loss scale halves, the master weights stay bit for bit), float32 inputs to fp16 weights
+(cast, as DeepSpeed's engine casts them), a frozen parameter, a step before any backward, ranks
+built with different settings, and a meta tensor handed to the communicator.
 """
 
 from __future__ import annotations
@@ -197,7 +198,7 @@ def _skipping(comm, stage: int) -> list[torch.Tensor]:
 def _edge_cases(comm) -> dict:
     """Every edge case of one rank (4 ranks): see the module's docstring."""
     x = torch.arange(8.0).reshape(2, 4) / 8 + comm.rank  # (2, 4) this rank's batch
-    out = {"skip": {}, "fp16": {}}
+    out = {"skip": {}, "fp16": {}, "fp16_float_input": {}}
     for stage in (0, 1, 2, 3):
         if stage < 3:
             out["skip"][stage] = _skipping(comm, stage)
@@ -212,12 +213,20 @@ def _edge_cases(comm) -> dict:
         out["fp16"][stage] = {"skipped": engine.skipped_steps, "scales": (scale, engine.scaler.scale_value),
                               "kept": _err(start, skipped), "moved": _err(start, after),
                               "finite": all(bool(torch.isfinite(p).all()) for p in after)}
+        # float32 inputs to fp16 working weights: cast to fp16 as DeepSpeed's engine does
+        cast, half = (ZeroDataParallel(_Blocks(), comm, stage, dtype="fp16", lr=LR) for _ in range(2))
+        cast(x).backward()
+        half(x.half()).backward()
+        cast.step()
+        half.step()
+        out["fp16_float_input"][stage] = _err(cast.full_parameters(), half.full_parameters())
     frozen = ZeroDataParallel(_Blocks(frozen=True), comm, 1, lr=LR)
     frozen(x).backward()
     frozen.step()
     full = frozen.full_parameters()
     out["frozen"] = (len(full), _err(full[-1:], [_Blocks().head.bias]))
     out["early_step"] = _error(ZeroDataParallel(_Blocks(), comm, 0).step)
+    out["lr per rank"] = _error(lambda: ZeroDataParallel(_Blocks(), comm, 1, lr=LR * (1 + comm.rank)))
     meta = torch.empty(4, device="meta")
     out["meta"] = [_error(lambda: comm.all_reduce(meta)),
                    _error(lambda: comm.all_reduce(meta, async_op=True).wait())]
@@ -258,11 +267,22 @@ def test_fp16_overflow_skips_the_step_on_every_rank_and_backs_off(edge):
             assert f["finite"] and f["moved"] > 0, stage     # the next step trained
 
 
-def test_frozen_parameter_and_early_step(edge):
+def test_fp16_takes_float32_inputs_as_it_takes_fp16_ones(edge):
+    """A float-input model under dtype='fp16' raised torch's 'mat1 and mat2 must have the same
+    dtype': its float inputs are cast to the working dtype (DeepSpeed's _cast_inputs_half)."""
+    _, ranks = edge
+    for r in ranks:
+        assert r["fp16_float_input"] == {0: 0.0, 1: 0.0, 2: 0.0, 3: 0.0}
+
+
+def test_frozen_parameter_early_step_and_settings_that_differ_between_ranks(edge):
     _, ranks = edge
     for r in ranks:
         assert r["frozen"] == (10, 0.0)  # 4 x (weight, bias), the head's weight and its frozen bias
         assert "step() before backward()" in r["early_step"]
+        # each rank updates its own shard: another lr on one rank was silently wrong
+        assert r["lr per rank"].startswith("CollectiveMismatch: ZeroDataParallel: the ranks disagree on lr "
+                                           "(rank 0 0.01, rank 1 0.02, rank 2 0.03, rank 3 0.04)")
 
 
 def test_meta_tensors_are_refused_by_both_backends(edge):

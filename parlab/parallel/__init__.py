@@ -6,6 +6,8 @@ per dimension, beside the shared pieces every strategy is tested against.
     dataset.py           a grammar-generated character corpus and its deterministic batches
     measure.py           what a run held and when: saved-tensor bytes, per-phase spans, model-state bytes
     grid.py              ProcessGrid: a rank's TP / DP / PP sub-communicators from parlab.layout
+    agree.py             what a group's ranks must agree on (one small all-gather), and the
+                         trainers' shared checks of steps, lr, batches and a diverging loss
     precision.py         fp32 / fp16 / bf16 formats, dynamic loss scaling, a mixed-precision trainer
     recompute.py         activation recomputation (none / selective / full), stored bytes measured
     compare.py           DP vs TP vs PP measured on the same step (chapter 06)

@@ -44,6 +44,24 @@ class SoftmaxState:
         return self.max + torch.log(self.sum)
 
 
+def check_qkv(q: object, k: object, v: object) -> tuple[int, int, int, int]:
+    """(b, a, n, d) if q, k, v are one attention's inputs: floating-point tensors of one shape
+    (b, a, n, d) and one dtype, none of the four empty; else one ValueError (TypeError) naming
+    the rule and the values."""
+    if not all(isinstance(t, torch.Tensor) for t in (q, k, v)):
+        raise TypeError(f"q, k, v must be torch tensors, got {', '.join(type(t).__name__ for t in (q, k, v))}")
+    if q.shape != k.shape or q.shape != v.shape or q.dim() != 4:
+        raise ValueError(f"q, k, v must share one shape (b, a, n, d), got {tuple(q.shape)}, "
+                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+    if q.dtype != k.dtype or q.dtype != v.dtype or not q.dtype.is_floating_point:
+        raise TypeError(f"q, k, v must share one floating-point dtype (attention is a softmax), got "
+                        f"{q.dtype}, {k.dtype}, {v.dtype}")
+    if q.numel() == 0:
+        raise ValueError(f"q, k, v must be non-empty: every one of (b, a, n, d) >= 1, got "
+                         f"{tuple(q.shape)}")
+    return tuple(q.shape)
+
+
 def block_scores(q: torch.Tensor, k: torch.Tensor, diagonal: bool) -> torch.Tensor:
     """S = Q K^T / sqrt(d): (b, a, n, d) @ (b, a, d, m) -> (b, a, n, m); ``diagonal`` (query and
     key block at the same positions, n == m): the causal mask, -inf above the diagonal."""

@@ -32,8 +32,10 @@ from dataclasses import dataclass
 import torch
 
 from parlab.costmodel.pricing.context_parallel import causal_pairs, rank_chunks
+from parlab.costmodel.specs._check import boolean
 
-from .blocks import SoftmaxState, block_backward, block_state, merge
+from ..agree import agree
+from .blocks import SoftmaxState, block_backward, block_state, check_qkv, merge
 
 
 @dataclass
@@ -131,12 +133,16 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, comm, bala
                    work: RingWork | None = None) -> torch.Tensor:
     """Causal attention of this rank's queries over the whole sequence (collective over ``comm``,
     the CP group): q, k, v (b, a, n, d) hold the rank's positions of the ``balanced`` (or naive)
-    split; returns (b, a, n, d), differentiable in q, k, v. ``work`` counts what this rank did."""
-    if q.shape != k.shape or q.shape != v.shape or q.dim() != 4:
-        raise ValueError(f"q, k, v must share one shape (b, a, n, d), got {tuple(q.shape)}, "
-                         f"{tuple(k.shape)}, {tuple(v.shape)}")
-    chunks = 2 if balanced else 1
-    if q.shape[-2] % chunks:
+    split; returns (b, a, n, d), differentiable in q, k, v. ``work`` counts what this rank did.
+    Every rank must pass the same ``balanced``, shapes and dtype (checked: one small all-gather,
+    ``CollectiveMismatch`` naming the field otherwise)."""
+    b, a, n, d = check_qkv(q, k, v)
+    boolean("ring_attention balanced", balanced)
+    if balanced and n % 2:
         raise ValueError(f"the balanced split holds 2 chunks per rank: n = s / cp must be even, got "
-                         f"n={q.shape[-2]}")
+                         f"n={n}")
+    # the same layout on every rank: a choice that changes no message size (balanced) would
+    # otherwise give wrong numbers silently, and the others raw torch errors mid-ring
+    agree(comm, "ring_attention", {"balanced": balanced, "batch": b, "heads": a,
+                                   "positions per rank": n, "head dim": d, "dtype": q.dtype})
     return _RingAttention.apply(q, k, v, comm, balanced, work)

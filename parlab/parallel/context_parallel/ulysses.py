@@ -23,6 +23,7 @@ import torch
 from parlab.costmodel.pricing.context_parallel import check_ulysses
 
 from ..model import causal_attention
+from .blocks import check_qkv
 
 
 def seq_to_head(x: torch.Tensor, comm) -> torch.Tensor:
@@ -70,9 +71,7 @@ def ulysses_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, comm) -
     """Causal attention of this rank's block of the sequence over the whole sequence (collective
     over ``comm``, the CP group): q, k, v (b, a, s / cp, d); returns (b, a, s / cp, d),
     differentiable in q, k, v."""
-    if q.shape != k.shape or q.shape != v.shape or q.dim() != 4:
-        raise ValueError(f"q, k, v must share one shape (b, a, n, d), got {tuple(q.shape)}, "
-                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+    check_qkv(q, k, v)
     check_ulysses(q.shape[1], comm.world_size)
     qh, kh, vh = (_SeqToHead.apply(t.contiguous(), comm) for t in (q, k, v))  # (b, a/cp, s, d)
     return _HeadToSeq.apply(causal_attention(qh, kh, vh), comm)  # (b, a/cp, s, d) -> (b, a, n, d)

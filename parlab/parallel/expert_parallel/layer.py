@@ -115,8 +115,22 @@ class MoE(nn.Module):
         y = self.experts(buffers.transpose(0, 1).reshape(e, g * c, h))  # (E, G C, h)
         return y.view(e, g, c, h).transpose(0, 1)
 
+    def check_input(self, x: object) -> tuple[int, int, int]:
+        """(b, s, h) if ``x`` is hidden states this layer takes: a (b, s, hidden) tensor of the
+        router's dtype (any floating dtype under autocast, which casts the matmuls' inputs); else
+        one ValueError naming the shapes or dtypes."""
+        w = self.router.weight
+        if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != w.shape[1]:
+            got = f"shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(f"the MoE layer takes hidden states (batch, seq, hidden={w.shape[1]}), "
+                             f"got {got}")
+        if x.dtype != w.dtype and not torch.is_autocast_enabled(x.device.type):
+            raise ValueError(f"the MoE layer's weights are {str(w.dtype).removeprefix('torch.')}, "
+                             f"its input is {str(x.dtype).removeprefix('torch.')}: cast one to the other")
+        return tuple(x.shape)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, s, h = x.shape
+        b, s, h = self.check_input(x)
         if b % self.groups:
             raise ValueError(f"the batch ({b} sequences) must split into groups={self.groups} "
                              f"equal groups (one per expert-parallel rank)")

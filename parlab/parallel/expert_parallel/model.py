@@ -21,6 +21,7 @@ import torch
 from parlab.costmodel.pricing.expert_parallel import max_violation
 from parlab.costmodel.specs.moe import MoESpec
 
+from ..agree import check_loss, check_training, diverging
 from ..model import INIT_STD, GPTConfig, TinyGPT, check_tokens, make_optimizer
 from .layer import AUX_LOSS_COEF, MoE, MoEStats
 from .parallel_layer import expert_parallel, finalize_grads
@@ -98,7 +99,7 @@ def expert_parallel_step(comm, config: GPTConfig, spec: MoESpec, x: torch.Tensor
     finalize_grads(model, comm)
     layers = model.moe_layers()
     return ExpertParallelRun(
-        comm.rank, float(loss), model.stats(), a2a.bytes_sent if a2a else 0, a2a.bytes_recv if a2a else 0,
+        comm.rank, float(loss.detach()), model.stats(), a2a.bytes_sent if a2a else 0, a2a.bytes_recv if a2a else 0,
         a2a.calls if a2a else 0, [(m.routings[0].expert, m.routings[0].kept) for m in layers],
         {k: p.grad.clone() for k, p in model.named_parameters()} if keep_grads else {},
         layers[0].first_expert)
@@ -108,21 +109,26 @@ def train_expert_parallel(comm, config: GPTConfig, spec: MoESpec, batches: Itera
                           lr: float = 3e-3, aux_loss_coef: float = AUX_LOSS_COEF) -> list[float]:
     """``steps`` AdamW steps of MoEGPT with expert parallelism on ``comm`` (rank r its share of
     each batch); returns each step's loss averaged over the ranks: ``train_reference`` of
-    ``MoEGPT(config, spec, groups=ep)``'s."""
+    ``MoEGPT(config, spec, groups=ep)``'s. The arguments are ``agree.check_training``'s (the
+    first ``steps`` batches, the same on every rank; checked before any step); a non-finite loss
+    stops the run (FloatingPointError naming the step)."""
+    taken = check_training(comm, "train_expert_parallel", batches, steps, lr)
+    for x, y in taken:
+        check_batch(comm, config, spec, x, y)
     model = expert_parallel(MoEGPT(config, spec, 1, aux_loss_coef), comm)
     opt = make_optimizer(model.parameters(), "adamw", lr)
     losses = []
-    for _, (x, y) in zip(range(steps), batches, strict=False):
-        n = check_batch(comm, config, spec, x, y)
+    for step, (x, y) in enumerate(taken, start=1):
+        n = x.shape[0] // comm.world_size
         lo = comm.rank * n
         opt.zero_grad(set_to_none=True)
-        loss = model(x[lo:lo + n], y[lo:lo + n])
+        with diverging("train_expert_parallel", step):
+            loss = model(x[lo:lo + n], y[lo:lo + n])
         loss.backward()
         finalize_grads(model, comm)
         opt.step()
-        losses.append(float(comm.all_reduce(loss.detach().reshape(1)) / comm.world_size))
-    if len(losses) < steps:
-        raise ValueError(f"batches ran out after {len(losses)} of steps={steps}")
+        mean = float(comm.all_reduce(loss.detach().reshape(1))[0]) / comm.world_size
+        losses.append(check_loss("train_expert_parallel", step, mean))
     return losses
 
 

@@ -24,6 +24,7 @@ from torch import nn
 
 from parlab.costmodel.pricing.expert_parallel import check_ep
 
+from ..agree import agree, digest
 from ..tensor_parallel.split_backward import communicated
 from .experts import GroupedExperts, combine, dispatch
 from .layer import MoE
@@ -51,7 +52,9 @@ def all_to_all(x: torch.Tensor, comm) -> torch.Tensor:
 class ExpertParallelMoE(MoE):
     """An ``MoE`` whose routed experts are split over the ranks of ``comm`` (the EP group): this
     rank's E/ep of them, copied from ``serial`` (a MoE built with the same spec and seed on every
-    rank); the router and the shared experts are replicated, like the dense layers."""
+    rank); the router and the shared experts are replicated, like the dense layers. Built
+    collectively: the ranks compare a CRC-32 of the replicated weights (``agree``), and a
+    ``serial`` that differs between ranks is refused (``CollectiveMismatch``)."""
 
     def __init__(self, serial: MoE, comm):
         if not isinstance(serial, MoE) or isinstance(serial, ExpertParallelMoE):
@@ -65,6 +68,9 @@ class ExpertParallelMoE(MoE):
                              strict=False)
         self.experts = GroupedExperts(self.local, hidden, spec.expert_ffn).slice_(
             serial.experts, comm.rank * self.local)
+        replicated = [p for n, p in self.named_parameters() if not n.startswith("experts.")]
+        agree(comm, "ExpertParallelMoE (build the serial MoE with the same seed on every rank)",
+              {"router and shared-expert weights (CRC-32)": digest(replicated)})
 
     @property
     def first_expert(self) -> int:
@@ -80,7 +86,7 @@ class ExpertParallelMoE(MoE):
         return all_to_all(back, self.comm).unsqueeze(0)  # (1, E, C, h): every expert's outputs
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, s, h = x.shape
+        b, s, h = self.check_input(x)
         xg = x.reshape(1, b * s, h)  # (1, T, h): this rank's tokens, one group
         routings = self._route(xg)
         y = self._run_experts(dispatch(xg[0], routings[0]).unsqueeze(0))

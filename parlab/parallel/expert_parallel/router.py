@@ -59,10 +59,20 @@ class Routing:
 
 
 def route(logits: torch.Tensor, spec: MoESpec) -> Routing:
-    """Top-k routing of one group: ``logits`` (T, E) of the router, ``spec``'s k and capacity."""
+    """Top-k routing of one group: ``logits`` (T, E) of the router, ``spec``'s k and capacity.
+    The logits must be floating point (else ValueError) and finite (else FloatingPointError: a
+    nan or inf would route silently: softmax turns the row into nan, topk still picks experts,
+    the aux loss is nan)."""
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or not logits.dtype.is_floating_point:
+        raise ValueError(f"router logits must be a floating-point tensor (tokens T, experts E), got "
+                         f"{_describe(logits)}")
     t, e = logits.shape
     if e != spec.num_experts:
         raise ValueError(f"router logits have {e} experts, the MoESpec num_experts={spec.num_experts}")
+    if not bool(torch.isfinite(logits).all()):
+        bad = int((~torch.isfinite(logits)).any(dim=-1).sum())
+        raise FloatingPointError(f"router logits must be finite: {bad} of {t} tokens have a nan or "
+                                 f"inf logit (diverged weights or inputs?)")
     k, capacity = spec.top_k, expert_capacity(t, spec)
     probs = logits.softmax(dim=-1)  # (T, E)
     top, expert = probs.topk(k, dim=-1)  # (T, k) each
@@ -72,6 +82,13 @@ def route(logits: torch.Tensor, spec: MoESpec) -> Routing:
     slot = ((onehot.cumsum(dim=0) - 1) * onehot).sum(dim=-1).view(k, t).t()  # (T, k)
     return Routing(expert, gate, slot, slot < capacity, capacity,
                    load_balancing_loss(probs, expert), e)
+
+
+def _describe(x: object) -> str:
+    """A tensor's shape and dtype, or the type of anything else, for an error message."""
+    if isinstance(x, torch.Tensor):
+        return f"shape {tuple(x.shape)}, {str(x.dtype).removeprefix('torch.')}"
+    return type(x).__name__
 
 
 def load_balancing_loss(probs: torch.Tensor, expert: torch.Tensor) -> torch.Tensor:

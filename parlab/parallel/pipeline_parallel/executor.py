@@ -52,6 +52,7 @@ import torch
 
 from parlab.schedules import Op, Schedule, Timeline, validate
 
+from ..agree import check_training
 from ..measure import PhaseClock, SavedActivations, align
 from ..model import GPTConfig
 from ..tensor_parallel.layers import check_ids
@@ -85,9 +86,7 @@ def check_run(comm, schedule: Schedule, config: GPTConfig, x: torch.Tensor,
     if not schedule.synchronous:
         raise ValueError(f"the executor runs synchronous (flush) schedules only; {schedule.name!r} "
                          f"uses weights={schedule.weights!r} (simulate it with parlab.schedules)")
-    if comm.world_size != schedule.p:
-        raise ValueError(f"schedule {schedule.name!r} has p={schedule.p} stages but the launch has "
-                         f"{comm.world_size} ranks (one stage per rank)")
+    check_stages(comm, schedule)
     if not isinstance(config, GPTConfig):
         raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
     if config.n_layer < schedule.depth:
@@ -110,6 +109,14 @@ def check_run(comm, schedule: Schedule, config: GPTConfig, x: torch.Tensor,
                          f"and at least m (equal micro-batches, none empty)")
     if not 1 <= s <= config.seq_len:
         raise ValueError(f"the sequence length ({s}) must be in 1..seq_len={config.seq_len}")
+
+
+def check_stages(comm, schedule: Schedule) -> None:
+    """One stage per rank of the pipeline group: the schedule's p must be ``comm``'s size."""
+    if comm.world_size != schedule.p:
+        raise ValueError(f"schedule {schedule.name!r} has p={schedule.p} stages but the pipeline has "
+                         f"{comm.world_size} ranks (one stage per rank): build the schedule for "
+                         f"p={comm.world_size}")
 
 
 def send_order(schedule: Schedule, src: int, dst: int) -> list[tuple[str, int, int]]:
@@ -160,6 +167,7 @@ def run_schedule(comm, schedule: Schedule, model, chunks, x: torch.Tensor, y: to
     ``count_activations=False``: no saved-tensor hooks (a Python call per tensor autograd saves,
     about 5% of a TinyGPT step), so the activation fields of the result are 0; for timing
     against an executor that counts nothing (``parlab bench pipeline``)."""
+    check_stages(comm, schedule)  # a schedule for another depth: no op list for some ranks
     m, rank, n = schedule.m, comm.rank, schedule.depth
     # m micro-batches of (b/m, s), each its own storage (saved-tensor bytes count storages)
     xs, ys = [t.clone() for t in x.chunk(m)], [t.clone() for t in y.chunk(m)]
@@ -236,12 +244,15 @@ def train_pipeline(comm, schedule: Schedule, config: GPTConfig, batches: Iterabl
     """Worker function: ``steps`` pipelined steps of plain SGD (``w -= lr * grad``, applied
     by hand: no optimizer object, so no ``torch._dynamo`` import in the worker) on consecutive
     batches; returns (the loss of every step on the last rank, [] elsewhere; the last step's
-    ``StageRun``)."""
+    ``StageRun``). The arguments are ``agree.check_training``'s (the first ``steps`` batches, the
+    same on every rank) and ``check_run``'s, all checked before the first step."""
+    taken = check_training(comm, "train_pipeline", batches, steps, lr)
+    for x, y in taken:
+        check_run(comm, schedule, config, x, y)
     model, chunks = schedule_chunks(config, schedule, comm.rank)
     params = list(owned_params(model, chunks).values())
     losses, run = [], None
-    for _, (x, y) in zip(range(steps), batches, strict=False):
-        check_run(comm, schedule, config, x, y)
+    for x, y in taken:
         for prm in params:
             prm.grad = None
         run = run_schedule(comm, schedule, model, chunks, x, y)
@@ -252,8 +263,6 @@ def train_pipeline(comm, schedule: Schedule, config: GPTConfig, batches: Iterabl
                     prm -= lr * prm.grad
         if run.loss is not None:
             losses.append(run.loss)
-    if run is None:
-        raise ValueError(f"steps must be >= 1 and batches non-empty, got steps={steps}")
     return losses, run
 
 

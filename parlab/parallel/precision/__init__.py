@@ -7,7 +7,8 @@ which underflows (Micikevicius et al. 2018, "Mixed Precision Training", Sec. 3.2
     run = train_mixed(GPTConfig(), steps=8, dtype=torch.float16, scaler=DynamicLossScaler())
     run.losses, run.scales, run.skipped
 
-    formats.py       what a dtype holds: range, precision, round trips, values flushed to zero
+    formats.py       what a dtype holds: range, precision, round trips, values flushed to zero;
+                     a model's float inputs cast to its 16-bit working dtype (cast_floating)
     loss_scaling.py  DynamicLossScaler, and its scale history against GradScaler's
     training.py      train_mixed (fp32 master + 16-bit working copy), train_autocast (torch's)
     memory.py        the weight and activation bytes of TinyGPT in one dtype, measured
@@ -17,6 +18,7 @@ from .formats import (
     DTYPES,
     GUIDE_FP16_MAX,
     FloatFormat,
+    cast_floating,
     float_format,
     largest_from_bits,
     round_trip,
@@ -28,7 +30,7 @@ from .memory import PrecisionMemory, precision_memory
 from .training import MixedRun, train_autocast, train_mixed
 
 __all__ = [
-    "DTYPES", "GUIDE_FP16_MAX", "FloatFormat", "float_format", "largest_from_bits", "round_trip",
+    "DTYPES", "GUIDE_FP16_MAX", "FloatFormat", "cast_floating", "float_format", "largest_from_bits", "round_trip",
     "underflow_fraction", "zero_fraction", "DynamicLossScaler", "scale_history",
     "torch_scale_history", "PrecisionMemory", "precision_memory", "MixedRun", "train_autocast",
     "train_mixed",

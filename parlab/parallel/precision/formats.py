@@ -88,3 +88,18 @@ def underflow_fraction(values: torch.Tensor, dtype: torch.dtype | str = torch.fl
     if not nonzero.numel():
         return 0.0
     return float((nonzero.to(as_dtype(dtype)) == 0).double().mean())
+
+
+def cast_floating(x: object, dtype: torch.dtype) -> object:
+    """``x`` with every floating-point tensor in it (also inside lists, tuples and dicts) cast to
+    ``dtype``, and anything else (token ids, flags) as it is: the inputs of a model whose working
+    weights are 16-bit, as DeepSpeed's engine casts them in fp16 mode
+    (``deepspeed/runtime/engine.py``, ``DeepSpeedEngine._cast_inputs_half``) and as
+    ``torch.autocast`` casts a matmul's inputs."""
+    if isinstance(x, torch.Tensor):
+        return x.to(dtype) if x.is_floating_point() and x.dtype != dtype else x
+    if isinstance(x, (list, tuple)):
+        return type(x)(cast_floating(v, dtype) for v in x)
+    if isinstance(x, dict):
+        return {k: cast_floating(v, dtype) for k, v in x.items()}
+    return x

@@ -34,13 +34,15 @@ import torch
 from torch import nn
 
 from parlab.costmodel.pricing.context_parallel import rank_positions
+from parlab.costmodel.specs._check import instance
 from parlab.costmodel.specs.moe import MoESpec
 from parlab.layout import Grid
 
+from ..agree import check_loss, check_training, diverging
 from ..context_parallel.ring import ring_attention
 from ..expert_parallel import ExpertParallelMoE, MoEGPT, is_expert_param
-from ..model import GPTConfig, merge_heads, split_heads
-from ..pipeline_parallel.executor import run_schedule
+from ..model import GPTConfig, check_tokens, merge_heads, split_heads
+from ..pipeline_parallel.executor import check_run, run_schedule
 from ..pipeline_parallel.stage import owned_params, split_layers, sync_tied_grads
 from ..tensor_parallel.cross_entropy import vocab_parallel_cross_entropy
 from ..tensor_parallel.transformer import ParallelAttention, TensorParallelGPT
@@ -127,35 +129,57 @@ def finish_grads(params: dict[str, nn.Parameter], groups: dict, grid: Grid) -> N
         p.grad.div_(n)
 
 
+def check_5d_batch(x: torch.Tensor, y: torch.Tensor, config: GPTConfig, grid: Grid) -> None:
+    """A global batch of ``train_5d``: token ids (b, seq_len) that split over dp (CP shards whole
+    sequences), as ValueErrors naming the rule."""
+    check_tokens(x, config, y)
+    if x.shape[0] % grid.dp or x.shape[1] != config.seq_len:
+        raise ValueError(f"the global batch {tuple(x.shape)} must split over dp={grid.dp} and "
+                         f"have seq_len={config.seq_len} positions (CP shards whole sequences)")
+
+
 def train_5d(comm, config: GPTConfig, spec: MoESpec, grid: Grid, batches: Iterable[tuple],
              steps: int, schedule=None, lr: float = 0.1) -> list[float]:
     """``steps`` SGD steps of the MoE TinyGPT on a dp x tp x pp x cp x ep grid; ``batches``
     yields global (x, y) of (b, s); ``schedule`` is a loop-placement ``parlab.schedules`` schedule
     for grid.pp stages (default 1F1B with one micro-batch per sequence of a DP block). Returns the
-    loss of every step over the global batch, on every rank."""
-    from parlab.schedules import one_f_one_b
+    loss of every step over the global batch, on every rank. The arguments are
+    ``agree.check_training``'s (the first ``steps`` batches, the same on every rank) and the
+    executor's (``check_run``), checked before any step; a non-finite loss stops the run
+    (FloatingPointError naming the step)."""
+    from parlab.schedules import Schedule, one_f_one_b
 
+    instance("grid", grid, Grid, "parlab.layout.Grid(dp=, tp=, pp=, cp=, ep=)").check(world=comm.world_size)
+    if schedule is not None and (not isinstance(schedule, Schedule) or schedule.p != grid.pp):
+        got = f"p={schedule.p}" if isinstance(schedule, Schedule) else type(schedule).__name__
+        raise ValueError(f"train_5d: the schedule must be a parlab.schedules schedule for the grid's "
+                         f"pp={grid.pp} stages, got {got}")
+    taken = check_training(comm, "train_5d", batches, steps, lr)
+    for x, y in taken:
+        check_5d_batch(x, y, config, grid)
     groups = build_groups(comm, grid)
+    for x, y in taken:  # the executor's rules for each step's DP block, before any step
+        b = x.shape[0] // grid.dp
+        check_run(groups["pp"], schedule or one_f_one_b(grid.pp, b), config, x[:b], y[:b])
     model, chunks, positions = build_model(config, spec, grid, groups, comm.rank)
     params = owned_params(model, chunks)
     holder = grid.coord("pp", comm.rank) == grid.pp - 1 and grid.coord("tp", comm.rank) == 0
     losses = []
-    for _, (x, y) in zip(range(steps), batches, strict=False):
+    for step, (x, y) in enumerate(taken, start=1):
         b = x.shape[0] // grid.dp
-        if x.shape[0] % grid.dp or x.shape[1] != config.seq_len:
-            raise ValueError(f"the global batch {tuple(x.shape)} must split over dp={grid.dp} and "
-                             f"have seq_len={config.seq_len} positions (CP shards whole sequences)")
         d = grid.coord("dp", comm.rank)
         xs, ys = (t[d * b:(d + 1) * b][:, positions] for t in (x, y))  # (b/dp, s/cp)
         sched = schedule or one_f_one_b(grid.pp, b)
         for p in params.values():
             p.grad = None
-        run = run_schedule(groups["pp"], sched, model, chunks, xs, ys)
+        with diverging("train_5d", step):
+            run = run_schedule(groups["pp"], sched, model, chunks, xs, ys)
         sync_tied_grads(groups["pp"], model, grid.pp)
         finish_grads(params, groups, grid)
         with torch.no_grad():
             for p in params.values():
                 p -= lr * p.grad
         mine = run.loss / (grid.dp * grid.cp) if holder else 0.0
-        losses.append(float(comm.all_reduce(torch.tensor([mine], dtype=torch.float64))[0]))
+        loss = float(comm.all_reduce(torch.tensor([mine], dtype=torch.float64))[0])
+        losses.append(check_loss("train_5d", step, loss))
     return losses

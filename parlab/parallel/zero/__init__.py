@@ -7,6 +7,7 @@ gradients and parameters removed one stage at a time (Rajbhandari et al. 2020), 
     offload.py   one shard's fp32 master + AdamW, on the device or offloaded to the host
     hooks.py     where stage 3 gathers and frees its units; the loss-scaling identity
     buckets.py   stages 0-2's reductions and all-gathers, a bucket of units per collective
+    update.py    the step: AdamW on the owned shard, fp16's skipped steps, the weights gathered
     stages.py    ZeroDataParallel: ZeRO stages 0-3, mixed precision, offload
     measure.py   a ZeRO step's bytes held and sent beside the cost model's
 """

@@ -48,29 +48,33 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..agree import agree
 from ..data_parallel.bucket import cap_bytes
 from ..data_parallel.ddp import broadcast_state, check_same_shapes
 from ..measure import MemoryLedger
-from ..precision import DynamicLossScaler
+from ..precision import DynamicLossScaler, cast_floating
 from .buckets import BucketCollectives, bucket_units, share_storage
-from .config import DTYPES, FP16_INIT_SCALE, check_zero_args
+from .config import DTYPES, FP16_INIT_SCALE, OFFLOADS, check_zero_args
 from .hooks import UnitHooks, _ScaleGrad
 from .offload import ShardOptimizer, check_adamw
 from .unit import Unit, find_units, replace_params
+from .update import ShardUpdate
 
 
-class ZeroDataParallel(BucketCollectives, UnitHooks, nn.Module):
+class ZeroDataParallel(BucketCollectives, UnitHooks, ShardUpdate, nn.Module):
     """``module`` trained with ZeRO ``stage`` (0-3) over the data-parallel ranks of ``comm``.
 
     ``dtype``: the working weights and gradients ('fp32', or 'bf16' / 'fp16' with fp32 master
-    weights and Adam moments in the shard). ``lr``, ``betas``, ``eps``, ``weight_decay``: AdamW,
+    weights and Adam moments in the shard; floating-point inputs are cast to it, token ids are
+    not: ``precision.cast_floating``). ``lr``, ``betas``, ``eps``, ``weight_decay``: AdamW,
     the defaults of ``parlab.parallel.make_optimizer``. ``offload``: None, 'optimizer' (stage >=
     1: master and moments on the host) or 'optimizer+params' (stage 3: the weight shard too).
     ``prefetch`` (stage 3): start the next unit's all-gather before the current one computes.
     ``scaler``: a ``DynamicLossScaler`` (fp16's default: one starting at 2^15; none for fp32 and
     bf16 unless given). ``bucket_cap_mb`` (MiB, > 0; DDP's default 25): stages 0-1 reduce and
     stages 1-2 all-gather the units a bucket of about this size at a time (``buckets``).
-    Frozen parameters (``requires_grad=False``) are kept as they are.
+    Frozen parameters (``requires_grad=False``) are kept as they are. Built collectively: every
+    rank must pass the same model shapes and the same settings (``CollectiveMismatch`` otherwise).
     """
 
     def __init__(self, module: nn.Module, comm, stage: int = 1, *, dtype: str = "fp32",
@@ -93,6 +97,11 @@ class ZeroDataParallel(BucketCollectives, UnitHooks, nn.Module):
         self.skipped_steps = 0  # steps not taken: a gradient held an inf or nan (with a scaler)
         self.world = comm.world_size
         check_same_shapes(module, comm, "ZeroDataParallel")
+        agree(comm, "ZeroDataParallel", {  # a shard updated with another rank's lr: silently wrong
+            "stage": stage, "dtype": DTYPES[dtype], "lr": float(lr), "beta1": float(betas[0]),
+            "beta2": float(betas[1]), "eps": float(eps), "weight_decay": float(weight_decay),
+            "offload (0 None, 1 'optimizer', 2 'optimizer+params')": OFFLOADS.index(offload),
+            "bucket bytes": cap})
         broadcast_state(module, comm)  # replicas start equal (rank 0's weights), in fp32
         owners = self.world if stage >= 1 else 1  # stage 0: every rank owns everything
         rank = comm.rank if owners > 1 else 0
@@ -148,6 +157,8 @@ class ZeroDataParallel(BucketCollectives, UnitHooks, nn.Module):
 
     def forward(self, *args, **kwargs):
         self.ledger.sample("forward start")
+        if self.dtype != "fp32":  # float inputs meet 16-bit weights: cast them (DeepSpeed, autocast)
+            args, kwargs = cast_floating((args, kwargs), DTYPES[self.dtype])
         out = self.module(*args, **kwargs)
         if self.scaler is not None and isinstance(out, torch.Tensor) and out.requires_grad:
             out = _ScaleGrad.apply(out, self.scaler.scale_value)  # backward starts at the scale
@@ -251,60 +262,6 @@ class ZeroDataParallel(BucketCollectives, UnitHooks, nn.Module):
         self._in_backward = False
         self._reduced = True
         self.after_backward = self.ledger.sample("backward end")
-
-    # ---------------------------------------------------------------- the update
-    def _grads(self) -> list[torch.Tensor]:
-        return [u.grad_bucket if self.stage == 0 else u.grad_shard for u in self.units]
-
-    @torch.no_grad()
-    def _all_finite(self) -> bool:
-        """Whether every rank's gradients are free of inf and nan (stage 0: they are the same
-        everywhere; else one 1-element all-reduce of the flags, so every rank decides alike)."""
-        bad = torch.tensor([float(not all(bool(torch.isfinite(g).all()) for g in self._grads()))])
-        if self.stage >= 1 and self.world > 1:
-            bad = self.comm.all_reduce(bad, op="max")
-        return not bool(bad[0])
-
-    @torch.no_grad()
-    def step(self) -> None:
-        """AdamW on each owned shard from the averaged gradient; stages 1-2 then all-gather the
-        updated weights (stage 0 updated them all; stage 3 gathers them when next used). With a
-        loss scaler: a step whose gradients hold an inf or nan on any rank is skipped."""
-        if not self._reduced or any(g is None for g in self._grads()):
-            raise RuntimeError("step() before backward(): no gradient to apply")
-        divide = self.world
-        if self.scaler is not None:
-            self.scaler.found_inf = not self._all_finite()
-            divide = self.world * self.scaler.scale_value
-            if self.scaler.found_inf:
-                self.skipped_steps += 1
-        if self.scaler is None or not self.scaler.found_inf:
-            for u in self.units:
-                u.opt.step(u.grad_bucket if self.stage == 0 else u.grad_shard, divide_by=divide)
-            self.ledger.sample("updated")
-            if self.stage in (1, 2) and self.world > 1:
-                self._gather_updated()
-        for u in self.units:
-            if self.stage <= 1:
-                u.grad_bucket.zero_()
-            u.grad_shard = None
-        if self.scaler is not None:
-            self.scaler.update()
-        self._reduced = False
-        self.ledger.sample("step end")
-
-    @torch.no_grad()
-    def full_parameters(self) -> list[torch.Tensor]:
-        """The fp32 master weights of the whole model, in ``module.parameters()`` order
-        (collective: every rank of the group must call it); a frozen parameter as it is, in fp32."""
-        full = {}
-        for u in self.units:
-            master = u.opt.master
-            flat = self.comm.all_gather(master.contiguous()) if self.stage >= 1 and self.world > 1 else master
-            for p, v in zip(u.params, u.views(flat), strict=True):
-                full[id(p)] = v.view(p.shape).clone()
-        return [full[id(p)] if id(p) in full else p.detach().to(torch.float32, copy=True)
-                for p in self.module.parameters()]
 
     def remove_hooks(self) -> None:
         for h in self._hooks:
