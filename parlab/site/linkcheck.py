@@ -2,8 +2,8 @@
 a file of the site, and each ``#fragment`` an id of the page it points at. Links with a scheme
 (``https:``) are outside the site and not followed (the site must work offline: they are only
 references to papers and repositories); ``data:`` images are inline. Only regular files are read:
-anything else named ``*.html`` (a FIFO would block the read for ever, a device, a link) is not a page,
-and a link to it is broken.
+a site with anything else named ``*.html`` (a FIFO, whose read would block for ever, a device, a
+link, a folder) is refused in one line, and a link to any other non-regular file is broken.
 
     python -m parlab.site check site      # one line per broken link; exit status 1 if any
 """
@@ -55,6 +55,17 @@ def _regular(path: Path) -> bool:
         return False
 
 
+def _kind(path: Path) -> str:
+    """What ``path`` is, in words, when it is not a regular file."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError as err:
+        return f"unreadable: {err.strerror}"
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
 def _parse(path: Path) -> _Page:
     parser = _Page()
     parser.feed(path.read_text(encoding="utf-8"))
@@ -66,7 +77,12 @@ def check(site: Path) -> tuple[list[Broken], int]:
     site = site.resolve()
     if not _regular(site / "index.html"):
         raise ValueError(f"{site} has no index.html (a regular file): not a built site (make site builds one)")
-    pages = {p: _parse(p) for p in sorted(site.rglob("*.html")) if _regular(p)}
+    found = sorted(site.rglob("*.html"))
+    odd = next((p for p in found if not _regular(p)), None)
+    if odd is not None:
+        raise ValueError(f"{odd} is {_kind(odd)}, not a regular file: a built site's pages are regular files "
+                         "(not read)")
+    pages = {p: _parse(p) for p in found}
     broken, checked = [], 0
     for path, parsed in pages.items():
         rel = str(path.relative_to(site))
