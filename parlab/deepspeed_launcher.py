@@ -45,8 +45,10 @@ _NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 #: what a ``.deepspeed_env`` value may hold besides ASCII letters and digits: nothing a shell reads
 #: in ``export KEY=VALUE`` (older DeepSpeed writes VALUE bare) or ``export KEY="VALUE"`` (newer
 #: versions quote it) -- no whitespace, quote, ``$``, backtick, ``\``, ``;&|<>()``, no brace
-#: (``{x,y}``), tilde (``~``) or glob (``*?[``) expansion, no ``#`` or ``!``
-VALUE_SAFE = "_-.,:/=+@%^"
+#: (``{x,y}``), tilde (``~``) or glob (``*?[``) expansion, no ``#`` or ``!``; and no ``%``: pdsh
+#: replaces ``%h``, ``%u``, ``%n`` and ``%%`` in the command it runs (pdsh src/common/pipecmd.c,
+#: ``pipecmd_format_arg``; DeepSpeed's own ``--node_rank=%n`` relies on it)
+VALUE_SAFE = "_-.,:/=+@^"
 
 
 def _shown(value) -> str:
@@ -181,7 +183,7 @@ def _value_problem(value: str) -> str:
         return ""
     shown = ", ".join(f"{c!r} (U+{ord(c):04X})" for c in bad)
     return (f"character{'s' if len(bad) > 1 else ''} {shown}: a value may hold only letters, digits and "
-            f"{VALUE_SAFE} (a shell would split, expand or run the rest)")
+            f"{VALUE_SAFE} (a shell would split, expand or run the rest; pdsh rewrites %h, %u, %n)")
 
 
 def deepspeed_env(variables: Mapping[str, str | int]) -> str:
