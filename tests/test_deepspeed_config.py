@@ -170,7 +170,14 @@ def test_a_written_hostfile_reads_back_as_written():
     ("INFO\r", ValueError, r"character '\\r'"),
     ("IN\0FO", ValueError, r"character '\\x00'"),
     ("eth0 lo", ValueError, "character ' '"),
-    ("eth0;reboot", ValueError, "character ';': no shell metacharacter"),
+    ("eth0;reboot", ValueError, r"character ';' \(U\+003B\): a value may hold only letters, digits and "),
+    ("{x,y}", ValueError, r"characters '\{' \(U\+007B\), '\}' \(U\+007D\): .*a shell would"),  # bash: y
+    ("~", ValueError, "character '~'"),  # bash: the home directory
+    ("eth*", ValueError, r"character '\*'"),
+    ("eth[01]", ValueError, r"characters '\[' \(U\+005B\), '\]'"),
+    ("a#b!", ValueError, "characters '#' .*, '!'"),
+    ("/tmp/nccl.%h.%p", ValueError, r"character '%' \(U\+0025\): .*pdsh rewrites %h, %u, %n"),  # pdsh: node name
+    ("eth0\u2028", ValueError, r"character '\\u2028' \(U\+2028\)"),
     (None, TypeError, "value must be a string or an integer"),
     (True, TypeError, "write 1 or 0"),
 ])
@@ -207,3 +214,58 @@ def test_explain_and_compare_name_the_type_they_expect():
         explain([("bf16", True)])
     with pytest.raises(TypeError, match=r"plans must be a dict \{label: Plan\}, got list"):
         compare("llama-7b", [Plan(dp=8, zero=2)])
+
+
+# -- F21/F22 of the attack review: shell and pdsh syntax in a host or an environment value ----------
+@pytest.mark.parametrize("host", [
+    "fe80::1%a;reboot", "fe80::1%b,evil.example.com", "fe80::1%$(cmd)", "fe80::1%`id`", "fe80::1%x\nline",
+    "fe80::1%[1-9]", "fe80::1% x", "fe80::1%\0", "fe80::1%x y", "fe80::1%" + "e" * 16, "fe80::1%ｅth0",
+])
+def test_an_ipv6_scope_id_must_be_an_interface_name(host):
+    """Python's ipaddress takes any scope id after '%'; DeepSpeed's runner runs ``ssh {host} hostname``
+    with shell=True and pdsh reads ',' and '[..]' as host lists: only an interface name passes."""
+    from parlab.deepspeed_config import check_hostfile, hostfile
+
+    with pytest.raises(ValueError, match=r"scope id .* after '%' is not an interface name: a scope id is 1-15 "):
+        hostfile({"10.0.0.1": 8, host: 8})
+    if host.split("%")[1].strip() and not any(c.isspace() or c == "\0" for c in host):
+        with pytest.raises(ValueError, match=r"line 2: host .*scope id"):
+            check_hostfile(f"10.0.0.1 slots=8\n{host} slots=8\n", lambda h: "10.0.0.9")
+
+
+def test_a_scope_id_that_names_an_interface_is_kept():
+    from parlab.deepspeed_config import check_hostfile, hostfile
+
+    hosts = {"fe80::1%eth0": 8, "fe80::2%enp1s0f0.100": 8, "fe80::3%2": 8, "fe80::4%" + "e" * 15: 8}
+    assert [h.host for h in check_hostfile(hostfile(hosts))] == list(hosts)
+
+
+def test_an_env_value_past_pythons_digit_limit_is_one_line():
+    from parlab.deepspeed_config import deepspeed_env
+
+    with pytest.raises(ValueError, match="NCCL_BUFFSIZE's value is an integer of more than 4,300 digits"):
+        deepspeed_env({"NCCL_BUFFSIZE": 10**5000})
+
+
+def test_every_accepted_env_value_reaches_bash_unchanged_bare_or_double_quoted():
+    """What bash makes of each accepted value in both lines DeepSpeed's pdsh runner has written
+    (``export K=V;`` bare in older versions, ``export K="V";`` in newer ones): the value itself.
+    DeepSpeed's own runner is not available here (the deepspeed package is not installed), so the
+    lines are built as its multinode_runner.py builds them and given to bash."""
+    import shutil
+    import subprocess
+
+    from parlab.deepspeed_launcher import VALUE_SAFE, deepspeed_env
+
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash on this machine")
+    values = ["^docker,lo", "eth0", "mlx5_0:1,mlx5_1:1", "=mlx5_0", "/opt/nccl/lib:/usr/lib", "a@b+d",
+              "-1", "", VALUE_SAFE, "x" + VALUE_SAFE[::-1] + "9"]
+    env = {f"V{i}": v for i, v in enumerate(values)}
+    lines = [line.split("=", 1) for line in deepspeed_env(env).splitlines()]  # as runner.py reads them
+    script = "".join(f'export {k}={v}; printf "%s\\0" "${k}"; export {k}="{v}"; printf "%s\\0" "${k}"; '
+                     for k, v in lines)
+    out = subprocess.run([bash, "--norc", "-c", script], capture_output=True, text=True, check=True,
+                         timeout=60, cwd="/", env={"HOME": "/nonexistent", "PATH": "/usr/bin:/bin"})
+    assert out.stdout.split("\0")[:-1] == [v for v in values for _ in (0, 1)]

@@ -2,13 +2,15 @@
 page (the solutions are not), links and images all resolve (and the link checker does fail on a
 broken one), answers stay hidden, dashboards show their stored previews, chapter 00's map points
 at pages, the README's tables are on the front page, the glossary carries both languages, the
-Pyodide bundle holds only pure-Python parlab, the vendored Pyodide is checked, and the whole
-site keeps within its size budget. Builds ``site/`` first if it is missing or stale."""
+Pyodide bundle holds only pure-Python parlab, the vendored Pyodide is checked, the whole
+site keeps within its size budget, and the allow-list sanitiser leaves no script in a page and
+takes nothing a reader sees from a chapter (crafted attacks: ``test_site_safety.py``). Builds ``site/`` first if it is missing or stale."""
 
 from __future__ import annotations
 
 import re
 import zipfile
+from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
@@ -68,6 +70,48 @@ def test_answers_stay_hidden_and_pages_run_no_script(site):
             assert block.count("<li>") == block.count('<details class="parlab-answer">'), nb.name
         assert re.findall(r'<script(?! defer src="(?:\.\./)*(?:static/site\.js|katex/))[^>]*>', body) == [], nb.name
     assert "parlab-check-yourself" in (site / "course" / "01_why_distributed.html").read_text()
+    for page in [*site.glob("course/*.html"), *site.glob("exercises/*.html"), site / "index.html"]:
+        main = page.read_text().partition('<main id="content">')[2]
+        assert re.findall(r"\son\w+\s*=|javascript:|<(?:iframe|object|embed|svg|form)\b", main, re.I) == [], page
+
+
+class _Seen(HTMLParser):
+    """What a reader sees of a page body: its elements, attributes (styles as property:value) and text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.seen: list[object] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        style = {k: ";".join(":".join(p.strip() for p in d.split(":", 1)) for d in (v or "").split(";") if ":" in d)
+                 for k, v in attrs if k == "style"}
+        self.seen.append((tag, sorted({**{k: v or "" for k, v in attrs}, **style}.items())))
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)  # <img/> is <img>
+
+    def handle_endtag(self, tag: str) -> None:
+        self.seen.append(f"/{tag}")
+
+    def handle_data(self, data: str) -> None:
+        self.seen.append(data)
+
+
+def _seen(body: str) -> list[object]:
+    parser = _Seen()
+    parser.feed(body)
+    return parser.seen
+
+
+@pytest.mark.parametrize("stem", ["01_why_distributed", "12_interview_drill"])
+def test_the_sanitiser_takes_nothing_a_reader_sees_from_a_chapter(stem, monkeypatch):
+    """A chapter rendered with and without the allow-list (``site.sanitize``): the same elements,
+    attributes, styles and text (the build's site of every chapter was compared the same way)."""
+    from parlab.site import render as render_module
+
+    kept = render_module.render(ROOT / "course" / f"{stem}.ipynb").body
+    monkeypatch.setattr(render_module, "sanitize", lambda body: body)
+    assert _seen(kept) == _seen(render_module.render(ROOT / "course" / f"{stem}.ipynb").body)
 
 
 def test_every_stored_figure_and_dashboard_preview_is_shown(site):

@@ -2,18 +2,81 @@
 "7B", "1.2e23 FLOPs", "70 ms") or a name among options ("all-reduce" = "AllReduce" = "all_reduce").
 
 Every reader returns a value or raises ``Unreadable`` with a message that says what was typed
-and what is expected; ``check`` turns that into feedback, never into a traceback.
+and what is expected; ``check`` turns that into feedback, never into a traceback. What is typed is
+bounded before it is read (``MAX_ANSWER`` characters, exponents within ``MAX_EXPONENT``), so no
+answer costs more than microseconds: ``Fraction("1e99999999")`` alone builds a 100-million-digit
+integer, and Python refuses ``int()`` of more than 4,300 digits (its ``sys.int_info`` limit).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+#: the longest answer read, in characters (an option's text is at most 117; a test keeps it so):
+#: a longer one is refused before any parsing, and never echoed whole
+MAX_ANSWER = 300
+#: the largest power of ten read (``1e400``; a double ends near 1.8e308): checked before any arithmetic
+MAX_EXPONENT = 400
+SHOWN = 40  # characters of a typed answer quoted back in a message
+
 
 class Unreadable(ValueError):
     """The learner's input could not be read as an answer of the expected kind."""
+
+
+#: why an answer is not checked, by rule (``Uncheckable.key``); ``parlab.zh.drill.UNCHECKABLE_ZH``
+#: says each in Chinese, with the same fields
+UNCHECKABLE: dict[str, str] = {
+    "long": "{shown} has {n:,} characters, more than the {limit} an answer may have: not an answer I can check",
+    "exponent": "{shown} has an exponent beyond 1e±{limit}: not a number I can check; write e.g. {example}",
+    "zero": "{shown} divides by zero: not a number I can check; write e.g. {example}",
+    "huge": "{shown} is beyond ±1.8e308 (the largest double): not a number I can check; write e.g. {example}",
+}
+
+
+class Uncheckable(Unreadable):
+    """An answer no check is tried on (rule ``key`` of ``UNCHECKABLE``, its fields ``fields``): too
+    long, an exponent past ``MAX_EXPONENT``, a division by zero, a value past the double range."""
+
+    def __init__(self, key: str, **fields: object) -> None:
+        self.key, self.fields = key, fields
+        super().__init__(UNCHECKABLE[key].format(**fields))
+
+
+def _digits(n: int) -> int:
+    """Decimal digits of ``n`` (without str(), which refuses more than 4,300 of them)."""
+    n = abs(n)
+    return len(str(n)) if n.bit_length() < 10_000 else int(n.bit_length() * math.log10(2)) + 1
+
+
+def shown(value: object, limit: int = SHOWN) -> str:
+    """``repr`` of what was typed, cut to about ``limit`` characters ('aaaaaaaaaa…aaaa')."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() >= 10_000:
+        return f"an integer of {_digits(value):,} digits"
+    text = repr(value[: 2 * limit] + value[-limit:] if isinstance(value, str) and len(value) > 3 * limit
+                 else value)
+    return text if len(text) <= limit else f"{text[: limit - 8]}…{text[-6:]}"
+
+
+def typed(answer: object) -> str:
+    """What the learner typed as text (``Result.given``), cut to ``MAX_ANSWER`` characters."""
+    if answer is None:
+        return ""
+    text = shown(answer) if isinstance(answer, int) and _digits(answer) > MAX_ANSWER else str(answer)
+    return text.strip()[:MAX_ANSWER]
+
+
+def limit_length(answer: object) -> None:
+    """``Uncheckable`` when ``answer`` (a string, or an integer's digits) is longer than
+    ``MAX_ANSWER``: checked before anything else reads it."""
+    if isinstance(answer, bool) or not isinstance(answer, str | int):
+        return
+    n = len(answer) if isinstance(answer, str) else _digits(answer)
+    if n > MAX_ANSWER:
+        raise Uncheckable("long", shown=shown(answer), n=n, limit=MAX_ANSWER)
 
 
 @dataclass(frozen=True)
@@ -111,27 +174,49 @@ def read_number(text: object, dimension: str, unit: str | None = None,
     default = dim.display if unit is None else unit
     example = example or dim.example  # a card passes its own (``example_for``: never its answer)
     if not isinstance(text, str | int | float) or isinstance(text, bool):
-        raise Unreadable(f"expected a typed answer such as {example}, got {text!r}")
+        raise Unreadable(f"expected a typed answer such as {example}, got {shown(text)}")
+    limit_length(text)
     raw = str(text).strip().replace("\u2009", " ").replace("\u00a0", " ").replace("×", "x")
     if not raw:
         raise Unreadable(f"empty answer: type a number, e.g. {example}")
     m = _NUMBER.match(raw.replace("x10^", "e").replace("*10^", "e"))
     if not m or not re.search(r"\d", m.group("num") or ""):
-        raise Unreadable(f"could not read a number from {raw!r}; write e.g. {example}")
-    num = m.group("num").replace(",", "")
-    value = float(Fraction(num) / Fraction(m.group("den"))) if m.group("den") else float(num)
+        raise Unreadable(f"could not read a number from {shown(raw)}; write e.g. {example}")
+    value = _value(m.group("num").replace(",", ""), m.group("den"), raw, example)
     spelled = re.sub(r"\s+", " ", m.group("unit")).rstrip(".") or default
     if dimension == "rate":
         factor = _rate_factor(spelled.replace(" ", ""))
         if factor is None:
-            raise Unreadable(f"unit {m.group('unit')!r} in {raw!r} is not a unit of {dimension}; "
+            raise Unreadable(f"unit {shown(m.group('unit'))} in {shown(raw)} is not a unit of {dimension}; "
                              f"write e.g. {example}")
-        return value * factor
+        return _finite(value * factor, raw, example)
     key = spelled.lower()
     if key not in dim.units:
-        raise Unreadable(f"unit {m.group('unit')!r} in {raw!r} is not a unit of {dimension}; "
+        raise Unreadable(f"unit {shown(m.group('unit'))} in {shown(raw)} is not a unit of {dimension}; "
                          f"write e.g. {example}")
-    return value * dim.units[key]
+    return _finite(value * dim.units[key], raw, example)
+
+
+def _value(num: str, den: str | None, raw: str, example: str) -> float:
+    """``num`` (or ``num / den``) as a float: an exponent past ``MAX_EXPONENT`` is refused before any
+    arithmetic, then a zero ``den`` and a value past the double range."""
+    exponent = re.search(r"e([-+]?\d+)$", num, re.IGNORECASE)
+    if exponent and abs(int(exponent.group(1))) > MAX_EXPONENT:
+        raise Uncheckable("exponent", shown=shown(raw), limit=MAX_EXPONENT, example=example)
+    if den is None:
+        return _finite(float(num), raw, example)
+    if Fraction(den) == 0:
+        raise Uncheckable("zero", shown=shown(raw), example=example)
+    try:
+        return _finite(float(Fraction(num) / Fraction(den)), raw, example)
+    except OverflowError:  # the exact quotient is past the largest double
+        raise Uncheckable("huge", shown=shown(raw), example=example) from None
+
+
+def _finite(value: float, raw: str, example: str) -> float:
+    if not math.isfinite(value):
+        raise Uncheckable("huge", shown=shown(raw), example=example)
+    return value
 
 
 def unit_factor(dimension: str, unit: str) -> float:

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .bank import BANK, select
+from .parse import typed
 from .questions import Card, Question, Result
 from .zh.translate import translate
 
@@ -97,7 +98,7 @@ class Quiz:
         readable answer. Without a current card, the result says so (nothing raises)."""
         if self.card is None:
             message = "还没有题目：先调用 next()。" if self.lang == "zh" else "No question yet: call next() first."
-            return Result(False, False, str(text), "", message, "")
+            return Result(False, False, typed(text), "", message, "")
         result = self.card.check(text)
         if result.readable and not self._scored:
             self.score.add(self.card.section, result.correct)

@@ -1,5 +1,7 @@
 """``python -m parlab.site build [OUT]`` builds the static site (default ``site/``);
-``python -m parlab.site check [OUT]`` checks its links; ``serve`` is ``python -m http.server``."""
+``python -m parlab.site check [OUT]`` checks its links; ``serve`` is ``python -m http.server``.
+A refusal (OUT is a file, or a folder the build did not make; not a built site) is one line on
+stderr and exit status 2; broken links are exit status 1."""
 
 from __future__ import annotations
 
@@ -19,7 +21,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "build":
         from .build import build
 
-        print(build(ROOT, out))
+        try:
+            report = build(ROOT, out)
+        except RuntimeError as err:  # the build's refusals: the output folder, npm, a pin, a broken link
+            print(err, file=sys.stderr)
+            return 2
+        print(report)
         print(f"serve it: python -m http.server -d {args.out} (then open http://localhost:8000/)")
         return 0
     from .linkcheck import check

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import bundle, linkcheck, pages, search, vendor
-from .render import Rendered, render, scripts
+from .render import Rendered, render
 
 STATIC = Path(__file__).parent / "static"
 MARKER = ".parlab-site"  # a site/ this build made (the only kind of folder it deletes)
@@ -42,11 +42,19 @@ def site_bytes(out: Path) -> int:
 
 
 def _clean(out: Path) -> None:
-    if out.exists():
+    """Make ``out`` an empty folder for a build: an earlier build's (with ``MARKER``) is deleted,
+    anything else there is refused, one line, before anything is written or deleted."""
+    if out.exists() or out.is_symlink():
+        if not out.is_dir():
+            raise RuntimeError(f"{out} exists and is not a folder: the site is built into a folder (give a "
+                               "new path or an earlier site's)")
         if any(out.iterdir()) and not (out / MARKER).exists():
             raise RuntimeError(f"{out} exists and was not made by make site (no {MARKER} in it): not deleting it")
         shutil.rmtree(out)
-    out.mkdir(parents=True)
+    try:
+        out.mkdir(parents=True)
+    except OSError as err:
+        raise RuntimeError(f"cannot make the site folder {out}: {err.strerror or err}") from None
     (out / MARKER).write_text("built by python -m parlab.site build; safe to delete\n")
 
 
@@ -66,15 +74,10 @@ def _glossary(rendered_hrefs: set[str]) -> list[tuple[str, str, str, str, str | 
 
 
 def notebook_pages(root: Path) -> dict[str, Rendered]:
-    """Every published notebook rendered, by its page's path ('course/01_why_distributed.html')."""
-    rendered: dict[str, Rendered] = {}
-    for section in SECTIONS:
-        for nb in sorted((root / section).glob("*.ipynb")):
-            page = render(nb)
-            if scripts(page.body):
-                raise RuntimeError(f"{nb.name} renders with scripts {scripts(page.body)}: a page must run nothing")
-            rendered[f"{section}/{nb.stem}.html"] = page
-    return rendered
+    """Every published notebook rendered (and sanitised: ``render``), by its page's path
+    ('course/01_why_distributed.html')."""
+    return {f"{section}/{nb.stem}.html": render(nb) for section in SECTIONS
+            for nb in sorted((root / section).glob("*.ipynb"))}
 
 
 def _write_notebook_page(root: Path, out: Path, href: str, p: Rendered, nav: list[pages.NavItem]) -> None:

@@ -223,15 +223,17 @@ def front_body(markdown: str, pages: dict[str, str]) -> str:
     a notebook's path without suffix, 'course/01_why_distributed' -> its page's href)."""
     import mistune
 
+    from .sanitize import sanitize
+
     head, _, _ = markdown.partition("\n## ")
     title, _, intro = head.partition("\n")
     title = title.lstrip("# ").strip()
-    parts = [f"<h1>{html.escape(title)}</h1>", mistune.html(intro),
+    parts = [f"<h1>{html.escape(title)}</h1>", sanitize(str(mistune.html(intro))),
              f'<p><a href="calculators.html">{t("calculators")}</a>: memory, step time, pipeline Gantt and '
              f'rank grid, computed in your browser by the course\'s own cost model. '
              f'<a href="glossary.html">{t("glossary")}</a> (中文 / English).</p>']
     for heading, table in readme_tables(markdown):
-        rendered = str(mistune.html(table))
+        rendered = sanitize(str(mistune.html(table)))
         parts.append(f"<h2>{html.escape(heading)}</h2>{_link_names(rendered, pages)}")
     return "".join(parts)
 

@@ -5,8 +5,10 @@ before it, a dashboard's live widget output is dropped so that its stored static
 or HTML the dashboard also emits) is what shows, a cell whose source the notebook collapses
 (``jupyter.source_hidden``: "Check yourself" answers, the 中文口述版 calls) loses its source, and
 figures are extracted to files beside the page. After it, links between notebooks
-(``04_pipeline_parallel.ipynb#...``) point at the pages, and heading ids are JupyterLab's
-(nbconvert URL-quotes them; links in the course are written against JupyterLab's).
+(``04_pipeline_parallel.ipynb#...``) point at the pages, heading ids are JupyterLab's
+(nbconvert URL-quotes them; links in the course are written against JupyterLab's), and the whole
+body goes through the allow-list sanitiser (``sanitize``): a page runs nothing that a notebook's
+output or markdown holds.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from urllib.parse import unquote
+
+from .sanitize import sanitize
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 HIDE_INPUT, HIDE_OUTPUT = "site-hide-input", "site-hide-output"
@@ -101,13 +105,8 @@ def render(path: Path) -> Rendered:
     nb = nbformat.read(path, as_version=4)
     prepare(nb)
     body, resources = _exporter().from_notebook_node(nb, resources={"output_files_dir": f"{path.stem}_files"})
-    body = fix_links(_alt_texts(body, nb, path.stem))
+    body = sanitize(fix_links(_alt_texts(body, nb, path.stem)))
     heads = [(int(level), html.unescape(hid), _text(inner)) for level, hid, inner in _HEADING.findall(body)]
     title = next((t for level, _, t in heads if level == 1), path.stem)
     return Rendered(title, tuple((hid, t) for level, hid, t in heads if level == 2), body,
                     dict(resources.get("outputs", {})))
-
-
-def scripts(body: str) -> list[str]:
-    """The ``<script>`` tags left in a body (a rendered page must have none: it runs nothing)."""
-    return re.findall(r"<script[^>]*>", body)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -38,9 +37,18 @@ NCCL_VARS: dict[str, str] = {
 
 HOST_RULE = ("an IP address or a DNS name: labels of 1-63 letters, digits, '-' or '_' separated by dots, "
              "none starting or ending with '-', at most 253 characters (RFC 1035, RFC 1123)")
+#: an IPv6 scope id: a Linux interface name (at most 15 characters, IFNAMSIZ - 1) or a zone index
+SCOPE_RULE = "1-15 letters, digits, '_', '.' or '-' (an interface name such as eth0, or a zone number)"
+_SCOPE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 _LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?")
 _NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
-_SHELL = set(";&|$`'\"<>()\\")
+#: what a ``.deepspeed_env`` value may hold besides ASCII letters and digits: nothing a shell reads
+#: in ``export KEY=VALUE`` (older DeepSpeed writes VALUE bare) or ``export KEY="VALUE"`` (newer
+#: versions quote it) -- no whitespace, quote, ``$``, backtick, ``\``, ``;&|<>()``, no brace
+#: (``{x,y}``), tilde (``~``) or glob (``*?[``) expansion, no ``#`` or ``!``; and no ``%``: pdsh
+#: replaces ``%h``, ``%u``, ``%n`` and ``%%`` in the command it runs (pdsh src/common/pipecmd.c,
+#: ``pipecmd_format_arg``; DeepSpeed's own ``--node_rank=%n`` relies on it)
+VALUE_SAFE = "_-.,:/=+@^"
 
 
 def _shown(value) -> str:
@@ -50,12 +58,19 @@ def _shown(value) -> str:
 
 
 def host_problem(host: str) -> str:
-    """What is wrong with ``host`` as a hostfile host ('' if nothing is)."""
+    """What is wrong with ``host`` as a hostfile host ('' if nothing is). An IPv6 address may carry a
+    scope id (``fe80::1%eth0``, RFC 4007 11.2), which Python's ``ipaddress`` takes whatever it holds
+    (``fe80::1%a;reboot``): here it must be an interface name (``SCOPE_RULE``), since DeepSpeed's
+    runner puts the host into ``ssh {host} hostname`` run by a shell and pdsh reads ``,`` and ``[..]``."""
     try:
-        ipaddress.ip_address(host)
-        return ""
+        address = ipaddress.ip_address(host)
     except ValueError:
         pass
+    else:
+        scope = getattr(address, "scope_id", None)
+        if scope is not None and not _SCOPE.fullmatch(scope):
+            return f"scope id {_shown(scope)} after '%' is not an interface name: a scope id is {SCOPE_RULE}"
+        return ""
     bad = next((c for c in host if not (c.isascii() and (c.isalnum() or c in "-_."))), None)
     if bad is not None:
         return f"character {bad!r} (U+{ord(bad):04X}) is not allowed in a host"
@@ -161,18 +176,23 @@ def check_hostfile(text: str, resolve=None) -> list[HostCheck]:
 
 
 def _value_problem(value: str) -> str:
-    for c in value:
-        if c.isspace() or unicodedata.category(c) == "Cc":
-            return f"character {c!r} (U+{ord(c):04X}): no whitespace or control character"
-        if c in _SHELL:
-            return f"character {c!r}: no shell metacharacter ({''.join(sorted(_SHELL))})"
-    return ""
+    """What a shell would do to ``value`` in ``export KEY=VALUE`` ('' if nothing): the characters
+    outside ``VALUE_SAFE``, each named."""
+    bad = list(dict.fromkeys(c for c in value if not (c.isascii() and c.isalnum()) and c not in VALUE_SAFE))
+    if not bad:
+        return ""
+    shown = ", ".join(f"{c!r} (U+{ord(c):04X})" for c in bad)
+    return (f"character{'s' if len(bad) > 1 else ''} {shown}: a value may hold only letters, digits and "
+            f"{VALUE_SAFE} (a shell would split, expand or run the rest; pdsh rewrites %h, %u, %n)")
 
 
 def deepspeed_env(variables: Mapping[str, str | int]) -> str:
     """The ``.deepspeed_env`` file (``KEY=VALUE`` lines) that DeepSpeed's multi-node launcher reads
     from the working or home directory and exports on every node it starts (guide 4.5). A value is
-    one word: the pdsh launcher puts it unquoted into a shell command (``export KEY=VALUE;``)."""
+    one word of ``VALUE_SAFE`` characters: DeepSpeed's runner (runner.py) splits each line at its
+    first ``=`` and its pdsh runner (multinode_runner.py, ``add_export`` / ``get_cmd``) puts it into
+    a shell command as ``export KEY=VALUE;`` (bare in older versions, in double quotes in newer ones), where
+    bash would turn ``{x,y}`` into ``y`` and ``~`` into a home directory."""
     if not isinstance(variables, Mapping):
         raise TypeError(f"variables must be a dict {{NAME: value}}, got {type(variables).__name__}")
     lines = []
@@ -184,7 +204,12 @@ def deepspeed_env(variables: Mapping[str, str | int]) -> str:
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise TypeError(f"{key}'s value must be a string or an integer (write 1 or 0 for a flag), "
                             f"got {value!r}")
-        if problem := _value_problem(str(value)):
+        try:
+            text = str(value)
+        except ValueError:  # an int past Python's 4,300-digit limit for str()
+            raise ValueError(f"{key}'s value is an integer of more than 4,300 digits: not an environment "
+                             "value") from None
+        if problem := _value_problem(text):
             raise ValueError(f"{key}'s value must be one word, got {_shown(value)}: {problem}")
         lines.append(f"{key}={value}")
     return "\n".join(lines) + "\n"

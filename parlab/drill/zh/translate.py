@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, field, replace
 
 from parlab.course import beyond_chapter, chapters_for
-from parlab.drill.parse import DIMENSIONS, normalize_name
+from parlab.drill.parse import DIMENSIONS, MAX_ANSWER, Uncheckable, Unreadable, normalize_name
 from parlab.drill.questions import LETTERS, Card, Question, Result, title, wrap
 
 from .drill_beyond import ZH_BEYOND
@@ -41,6 +41,13 @@ TOPIC_ZH = {
     "network": "网络", "launching": "启动", "context parallel": "上下文并行", "expert parallel": "专家并行",
 }
 UNIT_ZH = {"years": "年", "days": "天", "s": "秒", "ms": "毫秒"}
+#: ``parlab.drill.parse.UNCHECKABLE`` in Chinese: why an answer is not checked, same rules and fields
+UNCHECKABLE_ZH: dict[str, str] = {
+    "long": "{shown} 有 {n:,} 个字符，超过答案上限 {limit} 个：无法核对这个答案",
+    "exponent": "{shown} 的指数超出 1e±{limit}：不是能核对的数字；例如 {example}",
+    "zero": "{shown} 除以零：不是能核对的数字；例如 {example}",
+    "huge": "{shown} 超出 ±1.8e308（双精度浮点数的上限）：不是能核对的数字；例如 {example}",
+}
 
 
 def _english_parts(question: Question, seed: int) -> tuple[str, str]:
@@ -92,13 +99,17 @@ class ZhCard(Card):
         lines.append(self.how_to_answer())
         return wrap("\n".join(lines), width)
 
+    def unreadable(self, error: Unreadable) -> str:
+        reason = UNCHECKABLE_ZH[error.key].format(**error.fields) if isinstance(error, Uncheckable) else str(error)
+        return f"无法识别你的答案：{reason}"
+
     def check(self, answer: object) -> Result:
-        if self.kind == "name" and isinstance(answer, str):
+        if self.kind == "name" and isinstance(answer, str) and len(answer) <= MAX_ANSWER:
             by_zh = {normalize_name(NAME_ZH[o]): o for o in self.options if o in NAME_ZH}
             answer = by_zh.get(normalize_name(answer), answer)
         result = super().check(answer)
         if not result.readable:
-            message = result.message.replace("Could not read your answer:", "无法识别你的答案：")
+            message = result.message  # ``unreadable``'s, in Chinese
         elif result.correct:
             message = "正确。"
         else:
