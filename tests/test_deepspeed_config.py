@@ -224,7 +224,7 @@ def test_explain_and_compare_name_the_type_they_expect():
 def test_an_ipv6_scope_id_must_be_an_interface_name(host):
     """Python's ipaddress takes any scope id after '%'; DeepSpeed's runner runs ``ssh {host} hostname``
     with shell=True and pdsh reads ',' and '[..]' as host lists: only an interface name passes."""
-    from parlab.deepspeed_config import check_hostfile, hostfile
+    from parlab.train.deepspeed_config import check_hostfile, hostfile
 
     with pytest.raises(ValueError, match=r"scope id .* after '%' is not an interface name: a scope id is 1-15 "):
         hostfile({"10.0.0.1": 8, host: 8})
@@ -234,14 +234,14 @@ def test_an_ipv6_scope_id_must_be_an_interface_name(host):
 
 
 def test_a_scope_id_that_names_an_interface_is_kept():
-    from parlab.deepspeed_config import check_hostfile, hostfile
+    from parlab.train.deepspeed_config import check_hostfile, hostfile
 
     hosts = {"fe80::1%eth0": 8, "fe80::2%enp1s0f0.100": 8, "fe80::3%2": 8, "fe80::4%" + "e" * 15: 8}
     assert [h.host for h in check_hostfile(hostfile(hosts))] == list(hosts)
 
 
 def test_an_env_value_past_pythons_digit_limit_is_one_line():
-    from parlab.deepspeed_config import deepspeed_env
+    from parlab.train.deepspeed_config import deepspeed_env
 
     with pytest.raises(ValueError, match="NCCL_BUFFSIZE's value is an integer of more than 4,300 digits"):
         deepspeed_env({"NCCL_BUFFSIZE": 10**5000})
@@ -255,7 +255,7 @@ def test_every_accepted_env_value_reaches_bash_unchanged_bare_or_double_quoted()
     import shutil
     import subprocess
 
-    from parlab.deepspeed_launcher import VALUE_SAFE, deepspeed_env
+    from parlab.train.deepspeed_launcher import VALUE_SAFE, deepspeed_env
 
     bash = shutil.which("bash")
     if bash is None:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from parlab.drill import BANK, BEYOND, Quiz, Result, Unreadable, get, read_number
 from parlab.drill.parse import MAX_ANSWER, MAX_EXPONENT, UNCHECKABLE, Uncheckable
-from parlab.zh.drill import UNCHECKABLE_ZH, translate
+from parlab.drill.zh.translate import UNCHECKABLE_ZH, translate
 
 CPU_S = 10.0  # CPU seconds one check may take (it takes microseconds; '1e99999999/3' took minutes)
 MESSAGE = 600  # characters a message may have (the 10 MB answer was echoed whole)
