@@ -34,7 +34,7 @@ API for faces (the chapter 12 notebook, a dashboard)::
 and a message saying what to type, and a quiz does not count it; one longer than
 ``parse.MAX_ANSWER`` characters, a number with an exponent past ``parse.MAX_EXPONENT``, a division
 by zero or a value past the double range is "not a number I can check" (``parse.UNCHECKABLE``, in
-Chinese ``parlab.zh.drill.UNCHECKABLE_ZH``), decided in microseconds, the answer quoted cut short. A widget needs only
+Chinese ``parlab.drill.zh.translate.UNCHECKABLE_ZH``), decided in microseconds, the answer quoted cut short. A widget needs only
 ``card.kind`` to choose its control (buttons for 'choice', a dropdown for 'name', a text box for
 'number'), ``card.text()`` or the fields to display, and the Result to show feedback; no
 formula or answer lives in the face.

@@ -27,7 +27,7 @@ class Unreadable(ValueError):
     """The learner's input could not be read as an answer of the expected kind."""
 
 
-#: why an answer is not checked, by rule (``Uncheckable.key``); ``parlab.zh.drill.UNCHECKABLE_ZH``
+#: why an answer is not checked, by rule (``Uncheckable.key``); ``parlab.drill.zh.translate.UNCHECKABLE_ZH``
 #: says each in Chinese, with the same fields
 UNCHECKABLE: dict[str, str] = {
     "long": "{shown} has {n:,} characters, more than the {limit} an answer may have: not an answer I can check",
