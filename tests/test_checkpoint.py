@@ -26,7 +26,7 @@ import pytest
 from parlab.comm import RankError, World, launch
 from parlab.parallel.model import GPTConfig
 from parlab.parallel.trainer import Checkpointing, TrainPlan, serial_losses, train_3d, with_layout
-from parlab.parallel.trainer.checkpoint.files import seal, sha256, shard_entries
+from parlab.parallel.trainer.checkpoint.files import DATA, seal, sha256
 from parlab.parallel.trainer.checkpoint.owner import (
     DirectoryLock,
     _fresh_partial,
@@ -48,6 +48,7 @@ from parlab.parallel.trainer.checkpoint.sharded import (
     step_dir,
     verify_checkpoint,
 )
+from parlab.parallel.trainer.checkpoint.shards import shard_entries
 
 CFG = GPTConfig(n_layer=4, hidden=32, n_head=4, seq_len=16)
 # saved: 2 x 1 x 2, interleaved 1F1B (2 chunks per rank), ZeRO-1 over DP
@@ -207,7 +208,7 @@ def swapped_keys(path):
 
 def emptied_files(path, sealed=False):
     edit_json(path / "rank-00000" / SHARD, lambda s: {**s, "files": {}})
-    flip(next((path / "rank-00000").glob("*.distcp")))
+    flip(path / "rank-00000" / DATA)
     if sealed:
         reseal(path)
 
@@ -220,29 +221,12 @@ def another_run(path):
 RNG_ONLY = "rank-00001"  # DP rank 1 of stage 0: only its RNG state
 
 
-def metadata_outside(path):
-    """A forged DCP .metadata that sends the load to a file outside, every hash recomputed."""
-    import pickle
-
-    from torch.distributed.checkpoint import FileSystemReader
-
-    d = path / "rank-00000"
-    meta = FileSystemReader(str(d)).read_metadata()
-    for info in meta.storage_data.values():
-        info.relative_path = "../../../elsewhere.distcp"
-    (d / ".metadata").write_bytes(pickle.dumps(meta))
-    f = d / ".metadata"
-    edit_json(d / SHARD, lambda s: {**s, "files": {**s["files"], ".metadata": {
-        "bytes": f.stat().st_size, "sha256": sha256(f)}}})
-    reseal(path)
-
-
 @pytest.mark.parametrize("tamper, message", [
     (outside, r"ranks\[0\] must be \{'dir': 'rank-00000'"),
     (linked, "rank-00001 is a symbolic link or lies outside"),
     (swapped_keys, "rank-00000/SHARD.json is corrupt or was edited"),
     (emptied_files, "rank-00000/SHARD.json is corrupt or was edited"),
-    (lambda p: emptied_files(p, sealed=True), "rank-00000/SHARD.json lists no files"),
+    (lambda p: emptied_files(p, sealed=True), "rank-00000/SHARD.json lists the files \\[\\]: a rank's shard"),
     (lambda p: (edit_json(p / "rank-00000" / SHARD, lambda s: {k: v for k, v in s.items() if k != "files"}),
                 reseal(p)), "rank-00000/SHARD.json: field 'files' must be a table"),
     (lambda p: (edit_json(p / MANIFEST, lambda m: {**m, "step": 3}), reseal(p)),
@@ -255,14 +239,11 @@ def metadata_outside(path):
      "COMPLETE.json: field 'layout' must be an object"),
     (lambda p: (p / MANIFEST).write_text("[1, 2]"), "COMPLETE.json holds a JSON list, expected an object"),
     (another_run, "rank-00002/SHARD.json was written by run ffff"),
-    (metadata_outside, "rank-00000/.metadata points at '../../../elsewhere.distcp'"),
     (lambda p: (p / "rank-00000" / "extra.distcp").write_bytes(b"x"),
      "rank-00000 holds files its SHARD.json does not list: extra.distcp"),
-    (lambda p: flip(next((p / RNG_ONLY).glob("*.distcp"))), f"{RNG_ONLY}/__0_0.distcp is corrupt"),
-    (lambda p: next((p / RNG_ONLY).glob("*.distcp")).write_bytes(b"PK"),
-     f"{RNG_ONLY}/__0_0.distcp is 2 bytes"),
-    (lambda p: (p / RNG_ONLY / ".metadata").unlink(),
-     f"{RNG_ONLY} holds no file .metadata that its SHARD.json lists"),
+    (lambda p: flip(p / RNG_ONLY / DATA), f"{RNG_ONLY}/{DATA} is corrupt"),
+    (lambda p: (p / RNG_ONLY / DATA).write_bytes(b"PK"), f"{RNG_ONLY}/{DATA} is 2 bytes"),
+    (lambda p: (p / RNG_ONLY / DATA).unlink(), f"{RNG_ONLY} holds no file {DATA} that its SHARD.json lists"),
 ])
 def test_a_tampered_checkpoint_is_refused_naming_the_file(runs, tmp_path, tamper, message):
     path = copy(runs[2], tmp_path)
@@ -334,23 +315,22 @@ def test_a_full_disk_is_named_and_torch_hidden_enospc_is_recognised(runs, monkey
 
 
 def full_disk(comm, d):
-    """Resume at SAVED and train on; every write of the next checkpoint finds the disk full."""
-    from torch.distributed.checkpoint.filesystem import FileSystem
+    """Resume at SAVED and train on; every write of the next checkpoint's tensors finds the disk
+    full (``open`` of the module that writes them, shadowed on this rank)."""
+    from parlab.parallel.trainer.checkpoint import tensors
 
-    real = FileSystem.create_stream
-
-    def no_space(self, path, mode):
-        if "w" in mode:
+    def no_space(path, mode="r", *args, **kwargs):
+        if "r" not in mode:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(self, path, mode)
+        return open(path, mode, *args, **kwargs)
 
-    FileSystem.create_stream = no_space
+    tensors.open = no_space
     try:
         train_3d(comm, CFG, PLAN, STEPS, Checkpointing(d, SAVED, resume=True))
     except CheckpointError as err:
         return str(err)
     finally:
-        FileSystem.create_stream = real
+        del tensors.open
     return "saved"
 
 
@@ -391,7 +371,7 @@ def test_a_corrupt_shard_is_an_error_naming_the_file(runs, world4, tmp_path):
     work = tmp_path / "ck"
     shutil.copytree(d, work)
     # DP rank 1's shard holds only its RNG state: read by that rank alone, verified all the same
-    shard = next((step_dir(work, SAVED) / RNG_ONLY).glob("*.distcp"))
+    shard = step_dir(work, SAVED) / RNG_ONLY / DATA
     data = bytearray(shard.read_bytes())
     data[len(data) // 2] ^= 0xFF
     shard.write_bytes(bytes(data))
