@@ -15,6 +15,8 @@ from __future__ import annotations
 import errno
 import json
 import os
+import pickle
+import re
 import shutil
 import sys
 from dataclasses import replace
@@ -251,6 +253,119 @@ def test_a_tampered_checkpoint_is_refused_naming_the_file(runs, tmp_path, tamper
     tamper(path)
     with pytest.raises(CheckpointError, match=message):
         verify_checkpoint(path)
+
+
+# ------------------------------------------------------------------ forged and resealed: no code runs
+class Planted:
+    """A pickle that creates the file ``marker`` when it is loaded (what a forger plants)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return open, (self.marker, "w")
+
+
+def plant(path, rel, marker):
+    """A pickle as the checkpoint's file ``rel``, every hash that vouches for it recomputed."""
+    f = path / rel
+    f.write_bytes(pickle.dumps(Planted(marker)))
+    if rel == MANIFEST:
+        return
+    if f.name != SHARD:  # a data file: listed in its rank's table
+        edit_json(f.parent / SHARD, lambda s: {**s, "files": {**s["files"], f.name: {
+            "bytes": f.stat().st_size, "sha256": sha256(f)}}})
+    reseal(path)
+
+
+def split(path):
+    """An equivalent forgery: rank 0's first 2-D model piece stored as two pieces (its halves
+    along dim 0), resealed; returns the two pieces' keys."""
+    keys = []
+
+    def halve(s):
+        a = next(p for p in s["pieces"] if p["kind"] == "model" and len(p["sizes"]) == 2)
+        e, half = s["tensors"][a["key"]], a["sizes"][0] // 2
+        sizes, b = [half, a["sizes"][1]], {**a, "key": a["key"] + "/b"}
+        s["tensors"][a["key"]] = {**e, "shape": sizes, "bytes": e["bytes"] // 2}
+        s["tensors"][b["key"]] = {**e, "shape": sizes, "at": e["at"] + e["bytes"] // 2,
+                                  "bytes": e["bytes"] // 2}
+        a["sizes"], b["sizes"] = sizes, sizes
+        b["offsets"] = [a["offsets"][0] + half, a["offsets"][1]]
+        s["pieces"].append(b)
+        keys.extend([a["key"], b["key"]])
+        return s
+    edit_json(path / "rank-00000" / SHARD, halve)
+    reseal(path)
+    return keys
+
+
+def moved(path, change):
+    """``split``, then ``change(pieces by key, a's key, b's key)`` on rank 0's SHARD.json, resealed."""
+    a, b = split(path)
+
+    def edit(s):
+        change({p["key"]: p for p in s["pieces"]}, a, b)
+        return s
+    edit_json(path / "rank-00000" / SHARD, edit)
+    reseal(path)
+
+
+def copied_offsets(pieces, a, b):  # attack F11: one piece given another's offsets
+    pieces[b]["offsets"] = list(pieces[a]["offsets"])
+
+
+def grown(pieces, a, b):  # the tensor one row taller than its pieces: a gap
+    for key in (a, b):
+        pieces[key]["shape"] = [pieces[key]["shape"][0] + 1, *pieces[key]["shape"][1:]]
+
+
+def beyond(pieces, a, b):
+    pieces[b]["offsets"] = [pieces[b]["offsets"][0] + 1, pieces[b]["offsets"][1]]
+
+
+@pytest.mark.parametrize("forge, message", [
+    (lambda p, m: plant(p, "rank-00000/.metadata", m), r"lists the files \['.metadata', 'tensors.bin'\]"),
+    (lambda p, m: plant(p, f"rank-00000/{DATA}", m), f"its tensors fill [0-9]+ bytes of {DATA}, which is"),
+    (lambda p, m: plant(p, f"rank-00000/{SHARD}", m), f"rank-00000/{SHARD} is corrupt .not valid JSON"),
+    (lambda p, m: plant(p, MANIFEST, m), f"{MANIFEST} is corrupt .not valid JSON"),
+    (lambda p, m: moved(p, copied_offsets), r"pieces of model .* in rank-00000 overlap .position "
+                                            r"\[0, 0\] is stored 2 times"),
+    (lambda p, m: moved(p, grown), r"no piece holds model .* at position \[[0-9]+, 0\]"),
+    (lambda p, m: moved(p, beyond), r"reaches outside its tensor's shape"),
+    (lambda p, m: (edit_json(p / MANIFEST, lambda x: {**x, "format": "parlab-3d-checkpoint/2"}),
+                   reseal(p)), "its shards are torch.distributed.checkpoint pickles"),
+])
+def test_a_forged_checkpoint_runs_no_code_and_is_refused_before_any_rank_starts(
+        runs, tmp_path, monkeypatch, capsys, forge, message):
+    import parlab.comm
+    from parlab.train import main
+
+    path, marker = copy(runs[2], tmp_path), tmp_path / "marker"
+    forge(path, marker)
+    monkeypatch.setattr(parlab.comm, "launch", lambda *a, **k: pytest.fail("a rank was started"))
+    argv = ["--dp", "2", "--pp", "2", "--layers", "4", "--hidden", "32", "--seq-len", "16",
+            "--schedule", "interleaved", "--zero1", "--steps", str(STEPS), "--wide",
+            "--checkpoint-dir", str(tmp_path / "ck"), "--resume"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(message, err), err
+    assert not marker.exists()  # nothing was unpickled
+    with pytest.raises(CheckpointError, match=message):
+        verify_checkpoint(path)
+
+
+def test_an_equivalent_forgery_resumes_and_a_planted_pickle_is_read_as_bytes(runs, tmp_path):
+    from parlab.parallel.trainer.checkpoint.tensors import read_tensors
+
+    path = copy(runs[2], tmp_path)
+    split(path)
+    verify_checkpoint(path)  # two pieces that tile the tensor: a valid checkpoint
+    f, marker = tmp_path / "planted.bin", tmp_path / "marker"
+    f.write_bytes(pickle.dumps(Planted(marker)))
+    index = {"k": {"dtype": "uint8", "shape": [f.stat().st_size], "at": 0, "bytes": f.stat().st_size}}
+    assert bytes(read_tensors(f, index, ["k"])["k"].tolist()) == f.read_bytes()
+    assert not marker.exists()
 
 
 def test_a_resume_with_another_learning_rate_is_refused(runs):
