@@ -24,6 +24,8 @@ from types import SimpleNamespace
 
 import cloudpickle
 import pytest
+import test_checkpoint_lock
+from test_checkpoint_lock import Planted, ReadOnly
 
 from parlab.comm import RankError, World, launch
 from parlab.parallel.model import GPTConfig
@@ -59,6 +61,7 @@ PLAN = TrainPlan(dp=2, tp=1, pp=2, batch_size=8, micro_batches=2, schedule="inte
 STEPS, SAVED = 4, 2
 TOL = 1e-5
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # full_disk runs on the ranks
+cloudpickle.register_pickle_by_value(test_checkpoint_lock)  # ReadOnly too
 
 
 @pytest.fixture(scope="module")
@@ -256,16 +259,6 @@ def test_a_tampered_checkpoint_is_refused_naming_the_file(runs, tmp_path, tamper
 
 
 # ------------------------------------------------------------------ forged and resealed: no code runs
-class Planted:
-    """A pickle that creates the file ``marker`` when it is loaded (what a forger plants)."""
-
-    def __init__(self, marker):
-        self.marker = str(marker)
-
-    def __reduce__(self):
-        return open, (self.marker, "w")
-
-
 def plant(path, rel, marker):
     """A pickle as the checkpoint's file ``rel``, every hash that vouches for it recomputed."""
     f = path / rel
@@ -376,6 +369,27 @@ def test_a_resume_with_another_learning_rate_is_refused(runs):
         check_compatible(path, manifest, CFG, replace(PLAN, lr=1e-3), optimizer_settings())
     with pytest.raises(ValueError, match=r"eps=1e-08 but this run has eps=1e-06"):
         check_compatible(path, manifest, CFG, PLAN, {**optimizer_settings(), "eps": 1e-6})
+
+
+def read_only_resume(comm, d, save_every):
+    """Resume at SAVED with ``d`` read-only on this rank (``ReadOnly``): the losses, or the refusal."""
+    with ReadOnly(d):
+        try:
+            return train_3d(comm, CFG, PLAN, STEPS, Checkpointing(d, save_every, resume=True)).losses
+        except CheckpointError as err:
+            return str(err)
+
+
+def test_a_read_only_checkpoint_resumes_without_saving_and_a_saving_resume_is_refused(
+        runs, world4, tmp_path):
+    full, _, d = runs
+    work = tmp_path / "ck"
+    shutil.copytree(d, work)
+    files = {f: (f.stat().st_size, f.stat().st_mtime_ns) for f in work.rglob("*")}
+    assert world4.run(read_only_resume, str(work), 0) == [full.losses[SAVED:]] * 4  # attack R1
+    said = world4.run(read_only_resume, str(work), 1)
+    assert all("cannot be written (Read-only file system): this run saves" in m for m in said), said
+    assert {f: (f.stat().st_size, f.stat().st_mtime_ns) for f in work.rglob("*")} == files
 
 
 # ------------------------------------------------------------------ one directory, one run

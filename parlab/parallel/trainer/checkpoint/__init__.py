@@ -11,12 +11,21 @@
 
 from .files import CheckpointError
 from .owner import DirectoryLock, check_directory, probe
-from .runs import check_compatible, complete_steps, latest_step, owning, refuse_overwrite, step_dir
+from .runs import (
+    check_compatible,
+    complete_steps,
+    latest_step,
+    owning,
+    refuse_overwrite,
+    saves,
+    step_dir,
+)
 from .sharded import load, load_latest, optimizer_settings, read_checkpoint, save
 from .shards import verify_checkpoint
 
 __all__ = [
     "CheckpointError", "verify_checkpoint", "DirectoryLock", "check_directory", "probe",
-    "check_compatible", "complete_steps", "latest_step", "owning", "refuse_overwrite", "step_dir",
+    "check_compatible", "complete_steps", "latest_step", "owning", "refuse_overwrite", "saves",
+    "step_dir",
     "load", "load_latest", "optimizer_settings", "read_checkpoint", "save",
 ]
