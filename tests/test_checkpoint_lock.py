@@ -153,6 +153,20 @@ def test_a_read_only_directory_is_read_with_or_without_a_lock_and_never_written(
     assert (held / "LOCK").read_bytes() == before and not (bare / "LOCK").exists()
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through permissions")
+def test_a_directory_without_write_permission_is_read_but_not_saved_into(tmp_path):
+    d = tmp_path / "ck"
+    d.mkdir()
+    DirectoryLock(d).acquire().release()  # its LOCK stays writable: the directory is not
+    d.chmod(0o555)
+    try:
+        DirectoryLock(d, write=False).acquire().release()
+        with pytest.raises(CheckpointError, match="cannot be written .Permission denied.: this run saves"):
+            DirectoryLock(d).acquire()
+    finally:
+        d.chmod(0o755)
+
+
 @pytest.fixture
 def no_ranks(monkeypatch):
     import parlab.comm

@@ -79,9 +79,9 @@ class DirectoryLock:
         return CheckpointError(f"checkpoint lock {self.path} is {what}, not the plain file a run "
                                f"creates: refusing to lock or write through it (remove it)")
 
-    def _read_only(self, err: OSError) -> CheckpointError:
+    def _read_only(self, code: int) -> CheckpointError:
         return CheckpointError(f"checkpoint directory {self.directory} cannot be written "
-                               f"({os.strerror(err.errno)}): this run saves checkpoints into it "
+                               f"({os.strerror(code)}): this run saves checkpoints into it "
                                f"(save_every > 0, --save-every); a resume that does not save can "
                                f"read a read-only checkpoint")
 
@@ -95,7 +95,7 @@ class DirectoryLock:
             if err.errno not in READ_ONLY:
                 raise self._refuse(err) from None
             if self.write:
-                raise self._read_only(err) from None
+                raise self._read_only(err.errno) from None
             try:
                 fd = os.open(self.path, flags | os.O_RDONLY)
             except FileNotFoundError:
@@ -116,7 +116,9 @@ class DirectoryLock:
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
             except OSError as err:
-                raise self._read_only(err) from None
+                raise self._read_only(err.errno) from None
+            if not os.access(self.directory, os.W_OK):  # a LOCK it may write, in a directory it may not
+                raise self._read_only(errno.EACCES)
         fd = self._open()
         deadline = time.monotonic() + wait
         while fd is not None:
@@ -194,9 +196,9 @@ def check_directory(directory: str | os.PathLike) -> None:
 
 # ---------------------------------------------------------------------------- writing entries
 def write_error(err: BaseException, where: Path, directory: str | os.PathLike) -> CheckpointError:
-    """One line for a failed write: a full disk says ENOSPC (torch's writer hides the errno in
-    'enforce fail at inline_container.cc': then the free space tells) and that the earlier
-    complete checkpoints are untouched."""
+    """One line for a failed write: a full disk says ENOSPC (told by the errno or, where a writer
+    hides it as torch.save does in 'enforce fail at inline_container.cc', by the free space) and
+    that the earlier complete checkpoints are untouched."""
     full = getattr(err, "errno", None) == errno.ENOSPC or "No space left" in str(err)
     if not full:
         try:
