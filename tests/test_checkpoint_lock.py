@@ -29,10 +29,11 @@ class ReadOnly:
     and ``os.mkdir`` under it fail with EROFS (``pathlib`` goes through both)."""
 
     def __init__(self, directory):
-        self.root = os.fspath(directory)
+        self.root = os.path.abspath(os.fspath(directory))
 
     def _mine(self, path) -> bool:
-        return os.path.abspath(os.fspath(path)).startswith(self.root)
+        path = os.path.abspath(os.fspath(path))
+        return path == self.root or path.startswith(self.root + os.sep)
 
     def __enter__(self):
         self.open, self.mkdir = os.open, os.mkdir
