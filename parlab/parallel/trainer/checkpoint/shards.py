@@ -140,12 +140,14 @@ def read_shards(path: Path, manifest: dict) -> list[tuple[Path, dict]]:
         if file.stat().st_size != entry["bytes"] or sha256(file) != entry["sha256"]:
             raise CheckpointError(f"checkpoint file {file} is corrupt or was edited: its size or "
                                   f"sha256 differs from what {path / MANIFEST} recorded")
-        out.append((d, check_shard(d, read_json(file), r, manifest["run"])))
+        shard = check_shard(d, read_json(file), r, manifest["run"])
+        check_sizes(d, shard)  # the index's sizes are the files' (bounds what a check allocates)
+        out.append((d, shard))
     return out
 
 
-def verify_files(d: Path, shard: dict) -> None:
-    """The file rank directory ``d``'s SHARD.json lists: a plain file, its size, its sha256."""
+def check_sizes(d: Path, shard: dict) -> None:
+    """The files rank directory ``d``'s SHARD.json lists: plain files of the sizes it records."""
     for name, info in shard["files"].items():
         f = d / name
         if f.is_symlink() or not f.is_file():
@@ -155,6 +157,13 @@ def verify_files(d: Path, shard: dict) -> None:
         if size != info["bytes"]:
             raise CheckpointError(f"checkpoint file {f} is {size} bytes, {d / SHARD} recorded "
                                   f"{info['bytes']}: truncated or damaged")
+
+
+def verify_files(d: Path, shard: dict) -> None:
+    """The file rank directory ``d``'s SHARD.json lists: a plain file, its size, its sha256."""
+    check_sizes(d, shard)
+    for name, info in shard["files"].items():
+        f = d / name
         if sha256(f) != info["sha256"]:
             raise CheckpointError(f"checkpoint file {f} is corrupt: its sha256 differs from what "
                                   f"{d / SHARD} recorded when it was written")

@@ -13,6 +13,7 @@ checks of a global save plan (chunks in bounds, no overlap, the whole volume:
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import torch
@@ -20,32 +21,29 @@ import torch
 from .files import KINDS, SHARD, CheckpointError
 
 
-def _where(mask: torch.Tensor) -> list[int]:
-    return [int(i) for i in mask.nonzero()[0]]
-
-
 def check_tensor(path: Path, kind: str, name: str, entries: list[tuple[Path, dict]]) -> None:
-    """The pieces ``entries`` [(rank directory, piece)] of ``kind`` ``name`` tile its shape."""
+    """The pieces ``entries`` [(rank directory, piece)] of ``kind`` ``name`` tile its shape: they
+    hold at least its elements, and none twice (so, each exactly once)."""
     shape = entries[0][1]["shape"]
     for d, piece in entries:
         if piece["shape"] != shape:
             raise CheckpointError(f"checkpoint {path}: {d.name}/{SHARD} gives {kind} {name!r} the "
                                   f"shape {piece['shape']}, another rank's piece {shape}")
+    numel, held = math.prod(shape), sum(math.prod(piece["sizes"]) for _, piece in entries)
+    if held < numel:  # counted first: the count below is as large as the pieces' bytes
+        raise CheckpointError(f"checkpoint {path}: the pieces of {kind} {name!r} hold {held} of its "
+                              f"{numel} elements: a gap (a checkpoint's pieces tile each tensor "
+                              f"exactly once)")
     count = torch.zeros(shape, dtype=torch.int32)
     for _, piece in entries:
         count[tuple(slice(o, o + n) for o, n in zip(piece["offsets"], piece["sizes"], strict=True))] += 1
     if (count > 1).any():
-        at = _where(count > 1)
+        at = [int(i) for i in (count > 1).nonzero()[0]]
         dirs = sorted({d.name for d, p in entries if all(
             o <= i < o + n for i, o, n in zip(at, p["offsets"], p["sizes"], strict=True))})
         raise CheckpointError(f"checkpoint {path}: pieces of {kind} {name!r} in {', '.join(dirs)} "
-                              f"overlap (position {at} is stored {int(count.max())} times): a "
+                              f"overlap (position {at} is stored {int(count[tuple(at)])} times): a "
                               f"checkpoint's pieces tile each tensor exactly once")
-    if (count == 0).any():
-        raise CheckpointError(f"checkpoint {path}: no piece holds {kind} {name!r} at position "
-                              f"{_where(count == 0)} ({int((count == 0).sum())} of its "
-                              f"{count.numel()} elements): a checkpoint's pieces tile each tensor "
-                              f"exactly once")
 
 
 def check_tiling(path: Path, shards: list[tuple[Path, dict]]) -> None:
