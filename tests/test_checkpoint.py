@@ -15,6 +15,8 @@ from __future__ import annotations
 import errno
 import json
 import os
+import pickle
+import re
 import shutil
 import sys
 from dataclasses import replace
@@ -22,11 +24,13 @@ from types import SimpleNamespace
 
 import cloudpickle
 import pytest
+import test_checkpoint_lock
+from test_checkpoint_lock import Planted, ReadOnly
 
 from parlab.comm import RankError, World, launch
 from parlab.parallel.model import GPTConfig
 from parlab.parallel.trainer import Checkpointing, TrainPlan, serial_losses, train_3d, with_layout
-from parlab.parallel.trainer.checkpoint.files import seal, sha256, shard_entries
+from parlab.parallel.trainer.checkpoint.files import DATA, seal, sha256
 from parlab.parallel.trainer.checkpoint.owner import (
     DirectoryLock,
     _fresh_partial,
@@ -48,6 +52,7 @@ from parlab.parallel.trainer.checkpoint.sharded import (
     step_dir,
     verify_checkpoint,
 )
+from parlab.parallel.trainer.checkpoint.shards import shard_entries
 
 CFG = GPTConfig(n_layer=4, hidden=32, n_head=4, seq_len=16)
 # saved: 2 x 1 x 2, interleaved 1F1B (2 chunks per rank), ZeRO-1 over DP
@@ -56,6 +61,7 @@ PLAN = TrainPlan(dp=2, tp=1, pp=2, batch_size=8, micro_batches=2, schedule="inte
 STEPS, SAVED = 4, 2
 TOL = 1e-5
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # full_disk runs on the ranks
+cloudpickle.register_pickle_by_value(test_checkpoint_lock)  # ReadOnly too
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +213,7 @@ def swapped_keys(path):
 
 def emptied_files(path, sealed=False):
     edit_json(path / "rank-00000" / SHARD, lambda s: {**s, "files": {}})
-    flip(next((path / "rank-00000").glob("*.distcp")))
+    flip(path / "rank-00000" / DATA)
     if sealed:
         reseal(path)
 
@@ -220,29 +226,12 @@ def another_run(path):
 RNG_ONLY = "rank-00001"  # DP rank 1 of stage 0: only its RNG state
 
 
-def metadata_outside(path):
-    """A forged DCP .metadata that sends the load to a file outside, every hash recomputed."""
-    import pickle
-
-    from torch.distributed.checkpoint import FileSystemReader
-
-    d = path / "rank-00000"
-    meta = FileSystemReader(str(d)).read_metadata()
-    for info in meta.storage_data.values():
-        info.relative_path = "../../../elsewhere.distcp"
-    (d / ".metadata").write_bytes(pickle.dumps(meta))
-    f = d / ".metadata"
-    edit_json(d / SHARD, lambda s: {**s, "files": {**s["files"], ".metadata": {
-        "bytes": f.stat().st_size, "sha256": sha256(f)}}})
-    reseal(path)
-
-
 @pytest.mark.parametrize("tamper, message", [
     (outside, r"ranks\[0\] must be \{'dir': 'rank-00000'"),
     (linked, "rank-00001 is a symbolic link or lies outside"),
     (swapped_keys, "rank-00000/SHARD.json is corrupt or was edited"),
     (emptied_files, "rank-00000/SHARD.json is corrupt or was edited"),
-    (lambda p: emptied_files(p, sealed=True), "rank-00000/SHARD.json lists no files"),
+    (lambda p: emptied_files(p, sealed=True), "rank-00000/SHARD.json lists the files \\[\\]: a rank's shard"),
     (lambda p: (edit_json(p / "rank-00000" / SHARD, lambda s: {k: v for k, v in s.items() if k != "files"}),
                 reseal(p)), "rank-00000/SHARD.json: field 'files' must be a table"),
     (lambda p: (edit_json(p / MANIFEST, lambda m: {**m, "step": 3}), reseal(p)),
@@ -255,14 +244,11 @@ def metadata_outside(path):
      "COMPLETE.json: field 'layout' must be an object"),
     (lambda p: (p / MANIFEST).write_text("[1, 2]"), "COMPLETE.json holds a JSON list, expected an object"),
     (another_run, "rank-00002/SHARD.json was written by run ffff"),
-    (metadata_outside, "rank-00000/.metadata points at '../../../elsewhere.distcp'"),
     (lambda p: (p / "rank-00000" / "extra.distcp").write_bytes(b"x"),
      "rank-00000 holds files its SHARD.json does not list: extra.distcp"),
-    (lambda p: flip(next((p / RNG_ONLY).glob("*.distcp"))), f"{RNG_ONLY}/__0_0.distcp is corrupt"),
-    (lambda p: next((p / RNG_ONLY).glob("*.distcp")).write_bytes(b"PK"),
-     f"{RNG_ONLY}/__0_0.distcp is 2 bytes"),
-    (lambda p: (p / RNG_ONLY / ".metadata").unlink(),
-     f"{RNG_ONLY} holds no file .metadata that its SHARD.json lists"),
+    (lambda p: flip(p / RNG_ONLY / DATA), f"{RNG_ONLY}/{DATA} is corrupt"),
+    (lambda p: (p / RNG_ONLY / DATA).write_bytes(b"PK"), f"{RNG_ONLY}/{DATA} is 2 bytes"),
+    (lambda p: (p / RNG_ONLY / DATA).unlink(), f"{RNG_ONLY} holds no file {DATA} that its SHARD.json lists"),
 ])
 def test_a_tampered_checkpoint_is_refused_naming_the_file(runs, tmp_path, tamper, message):
     path = copy(runs[2], tmp_path)
@@ -270,6 +256,109 @@ def test_a_tampered_checkpoint_is_refused_naming_the_file(runs, tmp_path, tamper
     tamper(path)
     with pytest.raises(CheckpointError, match=message):
         verify_checkpoint(path)
+
+
+# ------------------------------------------------------------------ forged and resealed: no code runs
+def plant(path, rel, marker):
+    """A pickle as the checkpoint's file ``rel``, every hash that vouches for it recomputed."""
+    f = path / rel
+    f.write_bytes(pickle.dumps(Planted(marker)))
+    if rel == MANIFEST:
+        return
+    if f.name != SHARD:  # a data file: listed in its rank's table
+        edit_json(f.parent / SHARD, lambda s: {**s, "files": {**s["files"], f.name: {
+            "bytes": f.stat().st_size, "sha256": sha256(f)}}})
+    reseal(path)
+
+
+def split(path):
+    """An equivalent forgery: rank 0's first 2-D model piece stored as two pieces (its halves
+    along dim 0), resealed; returns the two pieces' keys."""
+    keys = []
+
+    def halve(s):
+        a = next(p for p in s["pieces"] if p["kind"] == "model" and len(p["sizes"]) == 2)
+        e, half = s["tensors"][a["key"]], a["sizes"][0] // 2
+        sizes, b = [half, a["sizes"][1]], {**a, "key": a["key"] + "/b"}
+        s["tensors"][a["key"]] = {**e, "shape": sizes, "bytes": e["bytes"] // 2}
+        s["tensors"][b["key"]] = {**e, "shape": sizes, "at": e["at"] + e["bytes"] // 2,
+                                  "bytes": e["bytes"] // 2}
+        a["sizes"], b["sizes"] = sizes, sizes
+        b["offsets"] = [a["offsets"][0] + half, a["offsets"][1]]
+        s["pieces"].append(b)
+        keys.extend([a["key"], b["key"]])
+        return s
+    edit_json(path / "rank-00000" / SHARD, halve)
+    reseal(path)
+    return keys
+
+
+def moved(path, change):
+    """``split``, then ``change(pieces by key, a's key, b's key)`` on rank 0's SHARD.json, resealed."""
+    a, b = split(path)
+
+    def edit(s):
+        change({p["key"]: p for p in s["pieces"]}, a, b)
+        return s
+    edit_json(path / "rank-00000" / SHARD, edit)
+    reseal(path)
+
+
+def copied_offsets(pieces, a, b):  # attack F11: one piece given another's offsets
+    pieces[b]["offsets"] = list(pieces[a]["offsets"])
+
+
+def grown(pieces, a, b):  # the tensor one row taller than its pieces: a gap
+    for key in (a, b):
+        pieces[key]["shape"] = [pieces[key]["shape"][0] + 1, *pieces[key]["shape"][1:]]
+
+
+def beyond(pieces, a, b):
+    pieces[b]["offsets"] = [pieces[b]["offsets"][0] + 1, pieces[b]["offsets"][1]]
+
+
+@pytest.mark.parametrize("forge, message", [
+    (lambda p, m: plant(p, "rank-00000/.metadata", m), r"lists the files \['.metadata', 'tensors.bin'\]"),
+    (lambda p, m: plant(p, f"rank-00000/{DATA}", m), f"its tensors fill [0-9]+ bytes of {DATA}, which is"),
+    (lambda p, m: plant(p, f"rank-00000/{SHARD}", m), f"rank-00000/{SHARD} is corrupt .not valid JSON"),
+    (lambda p, m: plant(p, MANIFEST, m), f"{MANIFEST} is corrupt .not valid JSON"),
+    (lambda p, m: moved(p, copied_offsets), r"pieces of model .* in rank-00000 overlap .position "
+                                            r"\[0, 0\] is stored 2 times"),
+    (lambda p, m: moved(p, grown), r"the pieces of model .* hold [0-9]+ of its [0-9]+ elements: a gap"),
+    (lambda p, m: moved(p, beyond), r"reaches outside its tensor's shape"),
+    (lambda p, m: (edit_json(p / MANIFEST, lambda x: {**x, "format": "parlab-3d-checkpoint/2"}),
+                   reseal(p)), "its shards are torch.distributed.checkpoint pickles"),
+])
+def test_a_forged_checkpoint_runs_no_code_and_is_refused_before_any_rank_starts(
+        runs, tmp_path, monkeypatch, capsys, forge, message):
+    import parlab.comm
+    from parlab.train import main
+
+    path, marker = copy(runs[2], tmp_path), tmp_path / "marker"
+    forge(path, marker)
+    monkeypatch.setattr(parlab.comm, "launch", lambda *a, **k: pytest.fail("a rank was started"))
+    argv = ["--dp", "2", "--pp", "2", "--layers", "4", "--hidden", "32", "--seq-len", "16",
+            "--schedule", "interleaved", "--zero1", "--steps", str(STEPS), "--wide",
+            "--checkpoint-dir", str(tmp_path / "ck"), "--resume"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(message, err), err
+    assert not marker.exists()  # nothing was unpickled
+    with pytest.raises(CheckpointError, match=message):
+        verify_checkpoint(path)
+
+
+def test_an_equivalent_forgery_resumes_and_a_planted_pickle_is_read_as_bytes(runs, tmp_path):
+    from parlab.parallel.trainer.checkpoint.tensors import read_tensors
+
+    path = copy(runs[2], tmp_path)
+    split(path)
+    verify_checkpoint(path)  # two pieces that tile the tensor: a valid checkpoint
+    f, marker = tmp_path / "planted.bin", tmp_path / "marker"
+    f.write_bytes(pickle.dumps(Planted(marker)))
+    index = {"k": {"dtype": "uint8", "shape": [f.stat().st_size], "at": 0, "bytes": f.stat().st_size}}
+    assert bytes(read_tensors(f, index, ["k"])["k"].tolist()) == f.read_bytes()
+    assert not marker.exists()
 
 
 def test_a_resume_with_another_learning_rate_is_refused(runs):
@@ -280,6 +369,27 @@ def test_a_resume_with_another_learning_rate_is_refused(runs):
         check_compatible(path, manifest, CFG, replace(PLAN, lr=1e-3), optimizer_settings())
     with pytest.raises(ValueError, match=r"eps=1e-08 but this run has eps=1e-06"):
         check_compatible(path, manifest, CFG, PLAN, {**optimizer_settings(), "eps": 1e-6})
+
+
+def read_only_resume(comm, d, save_every):
+    """Resume at SAVED with ``d`` read-only on this rank (``ReadOnly``): the losses, or the refusal."""
+    with ReadOnly(d):
+        try:
+            return train_3d(comm, CFG, PLAN, STEPS, Checkpointing(d, save_every, resume=True)).losses
+        except CheckpointError as err:
+            return str(err)
+
+
+def test_a_read_only_checkpoint_resumes_without_saving_and_a_saving_resume_is_refused(
+        runs, world4, tmp_path):
+    full, _, d = runs
+    work = tmp_path / "ck"
+    shutil.copytree(d, work)
+    files = {f: (f.stat().st_size, f.stat().st_mtime_ns) for f in work.rglob("*")}
+    assert world4.run(read_only_resume, str(work), 0) == [full.losses[SAVED:]] * 4  # attack R1
+    said = world4.run(read_only_resume, str(work), 1)
+    assert all("cannot be written (Read-only file system): this run saves" in m for m in said), said
+    assert {f: (f.stat().st_size, f.stat().st_mtime_ns) for f in work.rglob("*")} == files
 
 
 # ------------------------------------------------------------------ one directory, one run
@@ -334,23 +444,22 @@ def test_a_full_disk_is_named_and_torch_hidden_enospc_is_recognised(runs, monkey
 
 
 def full_disk(comm, d):
-    """Resume at SAVED and train on; every write of the next checkpoint finds the disk full."""
-    from torch.distributed.checkpoint.filesystem import FileSystem
+    """Resume at SAVED and train on; every write of the next checkpoint's tensors finds the disk
+    full (``open`` of the module that writes them, shadowed on this rank)."""
+    from parlab.parallel.trainer.checkpoint import tensors
 
-    real = FileSystem.create_stream
-
-    def no_space(self, path, mode):
-        if "w" in mode:
+    def no_space(path, mode="r", *args, **kwargs):
+        if "r" not in mode:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(self, path, mode)
+        return open(path, mode, *args, **kwargs)
 
-    FileSystem.create_stream = no_space
+    tensors.open = no_space
     try:
         train_3d(comm, CFG, PLAN, STEPS, Checkpointing(d, SAVED, resume=True))
     except CheckpointError as err:
         return str(err)
     finally:
-        FileSystem.create_stream = real
+        del tensors.open
     return "saved"
 
 
@@ -391,7 +500,7 @@ def test_a_corrupt_shard_is_an_error_naming_the_file(runs, world4, tmp_path):
     work = tmp_path / "ck"
     shutil.copytree(d, work)
     # DP rank 1's shard holds only its RNG state: read by that rank alone, verified all the same
-    shard = next((step_dir(work, SAVED) / RNG_ONLY).glob("*.distcp"))
+    shard = step_dir(work, SAVED) / RNG_ONLY / DATA
     data = bytearray(shard.read_bytes())
     data[len(data) // 2] ^= 0xFF
     shard.write_bytes(bytes(data))

@@ -133,9 +133,10 @@ def cli_worker(comm, config, plan, steps, checkpoint, progress, fault, device="c
 
 
 def preflight(checkpoint, config, plan, probe_lock: bool) -> int | None:
-    """The checkpoint directory, before any rank starts: not held by another run (``probe_lock``:
-    only one process of a job probes), a resume has a complete, compatible checkpoint (its step
-    is returned), a fresh run finds no old one (None)."""
+    """The checkpoint directory, before any rank starts: not held by another run, and writable if
+    the run saves (``probe_lock``: only one process of a job probes), a resume has a complete,
+    compatible checkpoint whose pieces tile every tensor (its step is returned), a fresh run
+    finds no old one (None)."""
     from parlab.parallel.trainer.checkpoint import (
         check_compatible,
         check_directory,
@@ -144,12 +145,13 @@ def preflight(checkpoint, config, plan, probe_lock: bool) -> int | None:
         probe,
         read_checkpoint,
         refuse_overwrite,
+        saves,
         step_dir,
     )
 
     check_directory(checkpoint.directory)
     if probe_lock:
-        probe(checkpoint.directory)
+        probe(checkpoint.directory, write=saves(checkpoint))
     if checkpoint.resume:
         path = step_dir(checkpoint.directory, latest_step(checkpoint.directory))
         manifest, _ = read_checkpoint(path)

@@ -8,7 +8,7 @@ pipeline schedule, the engine of ``python -m parlab.train``, and its sharded che
     zero1.py        ZeRO-1 over the DP group at the step level
     predict.py      the cost model's prediction of each rank's bytes held and sent
     report.py       the measured-vs-predicted table and the measured timeline of a run
-    checkpoint/     sharded torch.distributed.checkpoint save / resume / re-shard
+    checkpoint/     sharded checkpoints (raw tensors + JSON, no pickle): save / resume / re-shard
 """
 
 from .engine import serial_losses, train_3d

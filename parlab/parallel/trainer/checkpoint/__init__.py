@@ -1,18 +1,31 @@
 """Sharded checkpoints of a 3D run that lose nothing (chapter 08, ``python -m parlab.train``).
 
-    files.py     the manifest and shard files, their hashes and checks
+    files.py     the manifest, its hash and checks; the directory's entries
+    shards.py    each rank's SHARD.json (its data file's index, its pieces) and file hashes
+    tensors.py   a rank's tensors as raw bytes by a JSON index: nothing is ever unpickled
+    tiling.py    the pieces tile every tensor exactly (no overlap, no gap)
     owner.py     the directory's lock and the run that owns it
     runs.py      steps on disk, compatibility of a resume, claiming a directory
-    sharded.py   save / load / re-shard with torch.distributed.checkpoint
+    sharded.py   save / load / re-shard
 """
 
-from .files import CheckpointError, verify_checkpoint
+from .files import CheckpointError
 from .owner import DirectoryLock, check_directory, probe
-from .runs import check_compatible, complete_steps, latest_step, owning, refuse_overwrite, step_dir
+from .runs import (
+    check_compatible,
+    complete_steps,
+    latest_step,
+    owning,
+    refuse_overwrite,
+    saves,
+    step_dir,
+)
 from .sharded import load, load_latest, optimizer_settings, read_checkpoint, save
+from .shards import verify_checkpoint
 
 __all__ = [
     "CheckpointError", "verify_checkpoint", "DirectoryLock", "check_directory", "probe",
-    "check_compatible", "complete_steps", "latest_step", "owning", "refuse_overwrite", "step_dir",
+    "check_compatible", "complete_steps", "latest_step", "owning", "refuse_overwrite", "saves",
+    "step_dir",
     "load", "load_latest", "optimizer_settings", "read_checkpoint", "save",
 ]

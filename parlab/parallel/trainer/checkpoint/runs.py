@@ -117,14 +117,16 @@ def _share(comm, note: dict, device) -> dict:
     return json.loads(bytes(out.cpu().tolist()).rstrip(b"\0").decode())
 
 
-def claim(comm, directory: str | os.PathLike, resume: bool, device="cpu") -> tuple[DirectoryLock | None, str]:
-    """Collective: rank 0 locks ``directory`` for this run and picks its run id (a resume takes
-    the newest complete checkpoint's, a fresh run a new one and refuses old checkpoints).
-    Returns (the lock on rank 0, else None; the run id). Every rank raises rank 0's error."""
+def claim(comm, directory: str | os.PathLike, resume: bool, device="cpu",
+          write: bool = True) -> tuple[DirectoryLock | None, str]:
+    """Collective: rank 0 locks ``directory`` for this run (exclusively if it will save:
+    ``write``; else shared with other readers) and picks its run id (a resume takes the newest
+    complete checkpoint's, a fresh run a new one and refuses old checkpoints). Returns (the
+    lock on rank 0, else None; the run id). Every rank raises rank 0's error."""
     lock, note = None, {}
     if comm.rank == 0:
         try:
-            lock = DirectoryLock(directory).acquire(wait=1.0)  # outlast another run's probe
+            lock = DirectoryLock(directory, write).acquire(wait=1.0)  # outlast another run's probe
             if resume:
                 run = read_manifest(step_dir(directory, latest_step(directory)))["run"]
             else:
@@ -143,14 +145,22 @@ def claim(comm, directory: str | os.PathLike, resume: bool, device="cpu") -> tup
     return lock, note["run"]
 
 
+def saves(checkpoint) -> bool:
+    """Whether a run with these ``Checkpointing`` settings writes its directory: it saves every
+    ``save_every`` steps, and never else (there is no final save). A run that does not save
+    only reads (a resume), so it may resume a read-only checkpoint."""
+    return checkpoint.save_every > 0
+
+
 @contextmanager
 def owning(comm, checkpoint, device="cpu"):
-    """``with owning(comm, checkpoint) as run:`` this run owns ``checkpoint.directory`` (``claim``)
-    until the block ends; yields its run id (None without a checkpoint)."""
+    """``with owning(comm, checkpoint) as run:`` this run owns ``checkpoint.directory`` (``claim``:
+    exclusively if it ``saves``) until the block ends; yields its run id (None without a
+    checkpoint)."""
     if checkpoint is None:
         yield None
         return
-    lock, run = claim(comm, checkpoint.directory, checkpoint.resume, device)
+    lock, run = claim(comm, checkpoint.directory, checkpoint.resume, device, saves(checkpoint))
     try:
         yield run
     finally:

@@ -1,13 +1,14 @@
-"""Sharded checkpoints of a 3D run that lose nothing: each rank writes its own shard with
-``torch.distributed.checkpoint`` (DCP), a checkpoint is complete only once it is atomically
+"""Sharded checkpoints of a 3D run that lose nothing: each rank writes its own shard (raw
+tensors and a JSON index: ``tensors``), a checkpoint is complete only once it is atomically
 renamed, and any dp x tp x pp layout can load it (re-sharding).
 
     directory/
       step-00000004/                 complete: renamed from step-00000004.partial when done
         COMPLETE.json                manifest: run id, step, model shape, plan, optimizer,
                                      layout, each rank's SHARD.json hash; sealed by its sha256
-        rank-00000/                  one DCP checkpoint per rank (.metadata, __0_0.distcp)
-        rank-00000/SHARD.json        its run id, pieces (serial name, global offsets), file hashes
+        rank-00000/tensors.bin       one rank's tensors, raw bytes one after another
+        rank-00000/SHARD.json        its run id, pieces (serial name, global offsets), the index
+                                     of tensors.bin (dtype, shape, byte range), its sha256
       step-00000006.partial/         being written, or the run died while writing: never loaded
       LOCK                           flock'd by the run that owns the directory (owner.py)
 
@@ -22,13 +23,14 @@ seed and position) and every rank's torch RNG state (restored on the same layout
 dropout 0, so training draws none).
 
 Save protocol (every rank of the world, the run holding the directory's lock): rank 0 makes
-``step-N.partial``; each rank writes its DCP shard and ``SHARD.json`` (run id, sizes, sha256);
+``step-N.partial``; each rank writes its ``tensors.bin`` and ``SHARD.json`` (run id, sizes, sha256);
 barrier; rank 0 checks every shard is this run's, writes ``COMPLETE.json`` (with each
 SHARD.json's sha256; via a temporary file, fsync, rename) and renames the directory to
 ``step-N`` (POSIX rename is atomic); barrier. A run killed at any moment leaves either a complete
 ``step-N`` or a ``.partial`` one; a full disk is a ``CheckpointError`` saying ENOSPC, and the
 earlier checkpoints are untouched. Loading takes the highest complete step and reads only what
-the manifest vouches for (``files``): a missing, corrupt or edited file is a
+the manifest vouches for (``files``), only once its pieces tile every tensor exactly
+(``tiling``), and unpickles nothing: a missing, corrupt or edited file is a
 ``CheckpointError`` naming it, a checkpoint of another model shape, data stream or optimizer a
 ``ValueError`` naming the rule (``runs``): never a silent start from scratch.
 """
@@ -36,7 +38,6 @@ the manifest vouches for (``files``): a missing, corrupt or edited file is a
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 
 import torch
@@ -44,18 +45,16 @@ import torch
 from ...tensor_parallel.layers import shard_strided
 from ..stage_tp import stage_of
 from .files import (
+    DATA,
     FORMAT,
+    KINDS,
     MANIFEST,
     PARTIAL,
     SHARD,
     CheckpointError,
     read_manifest,
-    read_shards,
     seal,
     sha256,
-    shard_entries,
-    verify_checkpoint,
-    verify_files,
     write_json,
 )
 from .owner import _fresh_partial, _replace_final, write_error
@@ -67,11 +66,13 @@ from .runs import (
     run_fields,
     step_dir,
 )
+from .shards import read_shards, shard_entries, verify_checkpoint, verify_files
+from .tensors import read_tensors, write_tensors
+from .tiling import check_tiling
 
 __all__ = ["FORMAT", "MANIFEST", "PARTIAL", "SHARD", "CheckpointError", "check_compatible",
            "complete_steps", "latest_step", "load", "load_latest", "read_checkpoint",
            "refuse_overwrite", "save", "step_dir", "verify_checkpoint"]
-KINDS = ("model", "exp_avg", "exp_avg_sq")
 
 
 # ---------------------------------------------------------------------------- pieces
@@ -117,14 +118,6 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _dcp():
-    warnings.filterwarnings("ignore", message="torch.distributed is disabled")
-    warnings.filterwarnings("ignore", message=".*assuming the intent is to")
-    import torch.distributed.checkpoint as dcp
-
-    return dcp
-
-
 # ---------------------------------------------------------------------------- save
 def optimizer_settings() -> dict:
     from ..plan import BETAS, EPS
@@ -159,12 +152,12 @@ def save(trainer, directory: str | os.PathLike, run: str, fault=None) -> Path:
     state[f"rng/{comm.rank}"] = torch.get_rng_state()
     try:
         mine.mkdir()
-        _dcp().save(state, storage_writer=_dcp().FileSystemWriter(str(mine)), no_dist=True)
-        files = {f.name: {"bytes": f.stat().st_size, "sha256": sha256(f)}
-                 for f in sorted(mine.iterdir()) if f.is_file()}
+        index = write_tensors(mine / DATA, state)
+        data = mine / DATA
+        files = {DATA: {"bytes": data.stat().st_size, "sha256": sha256(data)}}
         write_json(mine / SHARD, {"rank": comm.rank, "run": run, "coords": list(trainer.pg.coords),
-                                  "pieces": table, "files": files})
-    except (OSError, RuntimeError, _dcp().api.CheckpointException) as err:
+                                  "pieces": table, "tensors": index, "files": files})
+    except (OSError, RuntimeError) as err:
         raise write_error(err, mine, directory) from None
     if fault is not None:
         fault.hit(step, comm.rank, "save")
@@ -189,10 +182,13 @@ def save(trainer, directory: str | os.PathLike, run: str, fault=None) -> Path:
 # ---------------------------------------------------------------------------- load
 def read_checkpoint(path: str | os.PathLike) -> tuple[dict, list[tuple[Path, dict]]]:
     """The checked manifest and each rank's (directory, checked SHARD.json) of a complete
-    checkpoint (``files``: nothing outside it, every SHARD.json's hash matches)."""
+    checkpoint (``files``: nothing outside it, every SHARD.json's hash matches; ``tiling``: its
+    pieces tile every tensor exactly). Reads JSON only."""
     path = Path(path)
     manifest = read_manifest(path)
-    return manifest, read_shards(path, manifest)
+    shards = read_shards(path, manifest)
+    check_tiling(path, shards)
+    return manifest, shards
 
 
 def _to_verify(shards: list[tuple[Path, dict]], sources: set[Path], rank: int, world: int,
@@ -226,17 +222,12 @@ def load(trainer, path: str | os.PathLike) -> int:
     for d, shard in shards:
         if d in check:
             verify_files(d, shard)
-    # read every needed piece, one DCP load per source rank
+    # read every needed piece: raw bytes by each source rank's (checked) index
     values: dict[tuple[Path, str], torch.Tensor] = {}
-    dcp = _dcp()
+    index = dict(shards)
     for d in dirs:
-        request = {piece["key"]: torch.empty(piece["sizes"]) for entries in found.values()
-                   for src, piece in entries if src == d}
-        try:
-            dcp.load(request, storage_reader=dcp.FileSystemReader(str(d)), no_dist=True)
-        except (Exception, dcp.api.CheckpointException) as err:  # DCP's errors: a damaged file
-            raise CheckpointError(f"checkpoint directory {d} could not be read: {err}") from None
-        values.update({(d, k): v for k, v in request.items()})
+        keys = [piece["key"] for entries in found.values() for src, piece in entries if src == d]
+        values.update({(d, k): v for k, v in read_tensors(d / DATA, index[d]["tensors"], keys).items()})
     moments: dict[str, dict[str, torch.Tensor]] = {}
     with torch.no_grad():
         for name, p in trainer.params.items():
@@ -246,15 +237,10 @@ def load(trainer, path: str | os.PathLike) -> int:
                 if not entries:
                     raise CheckpointError(f"checkpoint {path} has no {kind} pieces of parameter "
                                           f"{name!r} (files {path}/rank-*/{SHARD})")
-                full = torch.zeros(entries[0][1]["shape"])
-                covered = 0
+                full = torch.zeros(entries[0][1]["shape"])  # tiled exactly (read_checkpoint)
                 for d, piece in entries:
-                    index = tuple(slice(o, o + s) for o, s in zip(piece["offsets"], piece["sizes"], strict=True))
-                    full[index] = values[(d, piece["key"])]
-                    covered += values[(d, piece["key"])].numel()
-                if covered != full.numel():
-                    raise CheckpointError(f"checkpoint {path}: the pieces of {kind} {name!r} cover "
-                                          f"{covered} of its {full.numel()} elements")
+                    at = tuple(slice(o, o + s) for o, s in zip(piece["offsets"], piece["sizes"], strict=True))
+                    full[at] = values[(d, piece["key"])]
                 part = (full if getattr(p, "partition_dim", None) is None else
                         shard_strided(full, tp_rank, tp, p.partition_dim, p.partition_stride))
                 if part.shape != p.shape:
@@ -267,13 +253,12 @@ def load(trainer, path: str | os.PathLike) -> int:
     step = manifest["step"]
     trainer.load_moments(moments, step)
     if same:  # the RNG of this very rank (its directory verified above)
-        key, d = f"rng/{rank}", shards[rank][0]
-        rng = {key: torch.get_rng_state()}
-        try:
-            dcp.load(rng, storage_reader=dcp.FileSystemReader(str(d)), no_dist=True)
-        except (Exception, dcp.api.CheckpointException) as err:
-            raise CheckpointError(f"checkpoint directory {d} could not be read: {err}") from None
-        torch.set_rng_state(rng[key])
+        key, (d, shard) = f"rng/{rank}", shards[rank]
+        rng = read_tensors(d / DATA, shard["tensors"], [key])[key]
+        if rng.shape != torch.get_rng_state().shape:
+            raise CheckpointError(f"checkpoint file {d / SHARD}: tensor {key!r} is {rng.numel()} "
+                                  f"bytes, torch's RNG state {torch.get_rng_state().numel()}")
+        torch.set_rng_state(rng)
     trainer.step = step
     return step
 
