@@ -87,7 +87,7 @@ def test_a_refused_timeout_does_not_break_the_wait_for_torchrun(monkeypatch):
 def test_under_torchrun_every_refusal_is_said_once_by_rank_0(argv, message, monkeypatch, capsys,
                                                               no_ranks):  # noqa: F811
     waits = []
-    monkeypatch.setattr("parlab.train.wait_for_torchrun_stop", waits.append)
+    monkeypatch.setattr("parlab.train.cli.wait_for_torchrun_stop", waits.append)
     for rank in range(4):
         env = {**TORCHRUN_ENV, "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "4", "RANK": f"{rank:02d}",
                "LOCAL_RANK": str(rank), "TORCHELASTIC_RUN_ID": "x"}
@@ -111,7 +111,7 @@ def test_the_readme_recipes_pass_the_checks_and_resumes_keep_saving():
     without --save-every saves nothing more)."""
     from pathlib import Path
 
-    from parlab.train import parser
+    from parlab.train.cli import parser
     from parlab.train.checks import check_args
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text().replace("\\\n", " ")

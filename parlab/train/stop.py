@@ -106,7 +106,7 @@ def last_checkpoint(directory: str | None) -> int | None:
     """The step of the latest complete checkpoint in ``directory`` (None: none, or no directory)."""
     if directory is None:
         return None
-    from parlab.parallel.trainer.checkpoint.runs import complete_steps
+    from parlab.parallel.trainer.checkpoint.files import complete_steps
 
     steps = complete_steps(directory)
     return steps[-1] if steps else None

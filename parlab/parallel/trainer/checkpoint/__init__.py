@@ -9,16 +9,14 @@
     sharded.py   save / load / re-shard
 """
 
-from .files import CheckpointError
+from .files import CheckpointError, complete_steps, step_dir
 from .owner import DirectoryLock, check_directory, probe
 from .runs import (
     check_compatible,
-    complete_steps,
     latest_step,
     owning,
     refuse_overwrite,
     saves,
-    step_dir,
 )
 from .sharded import load, load_latest, optimizer_settings, read_checkpoint, save
 from .shards import verify_checkpoint

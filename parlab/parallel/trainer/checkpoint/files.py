@@ -155,3 +155,16 @@ def rank_dir(path: Path, name: str) -> Path:
     if not d.is_dir():
         raise CheckpointError(f"checkpoint directory {d} is missing: the checkpoint is damaged")
     return d
+
+
+def step_dir(directory: str | os.PathLike, step: int) -> Path:
+    return Path(directory) / f"step-{step:08d}"
+
+
+def complete_steps(directory: str | os.PathLike) -> list[int]:
+    """Steps with a complete (renamed) checkpoint in ``directory``, ascending; partial ones
+    (``step-N.partial``) are not listed."""
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    return sorted(int(m.group(1)) for p in d.iterdir() if p.is_dir() and (m := STEP.match(p.name)))

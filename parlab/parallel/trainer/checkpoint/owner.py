@@ -30,7 +30,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .files import MANIFEST, PARTIAL, STEP, CheckpointError, read_json
+from .files import MANIFEST, PARTIAL, STEP, CheckpointError, complete_steps, read_json, step_dir
 
 LOCK = "LOCK"
 READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
@@ -205,8 +205,6 @@ def write_error(err: BaseException, where: Path, directory: str | os.PathLike) -
             full = shutil.disk_usage(where).free < 1 << 20
         except OSError:
             pass
-    from .runs import complete_steps, step_dir
-
     steps = complete_steps(directory)
     kept = f"the earlier checkpoint {step_dir(directory, steps[-1])} is intact" if steps else \
         "no earlier checkpoint was touched"

@@ -17,26 +17,13 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from .files import MANIFEST, PARTIAL, STEP, CheckpointError, read_manifest
+from .files import MANIFEST, PARTIAL, CheckpointError, complete_steps, read_manifest, step_dir
 from .owner import DirectoryLock, check_directory, new_run_id
 
 SHAPE_FIELDS = ("vocab_size", "seq_len", "n_layer", "n_head", "hidden", "ffn_mult", "tie_embeddings")
 DATA_FIELDS = ("batch_size", "data_seed")
 RUN_FIELDS = (*DATA_FIELDS, "lr")  # TrainPlan fields a resume must keep
 NOTE_BYTES = 4096  # the claim's broadcast: {"run": id} or {"error": message}, as JSON
-
-
-def step_dir(directory: str | os.PathLike, step: int) -> Path:
-    return Path(directory) / f"step-{step:08d}"
-
-
-def complete_steps(directory: str | os.PathLike) -> list[int]:
-    """Steps with a complete (renamed) checkpoint in ``directory``, ascending; partial ones
-    (``step-N.partial``) are not listed."""
-    d = Path(directory)
-    if not d.is_dir():
-        return []
-    return sorted(int(m.group(1)) for p in d.iterdir() if p.is_dir() and (m := STEP.match(p.name)))
 
 
 def latest_step(directory: str | os.PathLike) -> int:
