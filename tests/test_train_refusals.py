@@ -107,12 +107,12 @@ def test_a_process_whose_rank_is_outside_its_world_says_so_itself(monkeypatch, c
 
 
 def test_the_readme_recipes_pass_the_checks_and_resumes_keep_saving():
-    """The README's multi-node line (tp=8 needs --heads 8) and its resume lines (a resume
-    without --save-every saves nothing more)."""
+    """The README's multi-node line (tp=8 needs --heads 8) and its resume lines (each names
+    --save-every, as a resume without it keeps the checkpoint's)."""
     from pathlib import Path
 
-    from parlab.train.cli import parser
     from parlab.train.checks import check_args
+    from parlab.train.cli import parser
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text().replace("\\\n", " ")
     multi = re.search(r"--rdzv_id=job42 -m parlab.train ([^\n#]*)", readme).group(1).split()

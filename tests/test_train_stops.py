@@ -78,7 +78,7 @@ def test_kill_9_of_torchrun_ends_its_workers(tmp_path):
         agent.wait()
 
 
-def test_ctrl_c_is_one_line_naming_the_checkpoint_and_the_resume_and_a_resume_warns(
+def test_ctrl_c_is_one_line_naming_the_checkpoint_and_a_resume_keeps_saving(
         tmp_path, ctrl_c_delivered, capsys):
     ckpt, log = tmp_path / "ckpt", tmp_path / "log.jsonl"
     argv = [*TINY, "--steps", "100000", "--checkpoint-dir", str(ckpt), "--save-every", "1",
@@ -97,11 +97,13 @@ def test_ctrl_c_is_one_line_naming_the_checkpoint_and_the_resume_and_a_resume_wa
     assert said.startswith(f"parlab.train: interrupted; the last complete checkpoint is step {step} "
                            f"in {ckpt}; resume with: python")
     assert said.endswith(f"-m parlab.train {' '.join(argv)} --resume"), said
-    # the README's resume line, without --save-every: it trains, and says it saves nothing
+    # a resume without --save-every keeps the run's (its manifest records it): it saves on
+    from parlab.parallel.trainer.checkpoint import complete_steps
+
     resume = [*TINY, "--steps", str(step + 1), "--checkpoint-dir", str(ckpt), "--resume"]
     assert main(resume) == 0
-    assert "--resume without --save-every saves no further checkpoint" in \
-        message_of(capsys.readouterr().err)
+    assert "--save-every" not in capsys.readouterr().err
+    assert complete_steps(ckpt)[-1] == step + 1
 
 
 def test_a_non_finite_loss_stops_the_run_keeping_the_last_good_checkpoint(tmp_path, capsys):
@@ -121,3 +123,21 @@ def test_a_log_that_cannot_be_written_stops_the_run_in_one_line(tmp_path):
     with pytest.raises(TrainingStopped, match=r"--log-json .*log\.jsonl: writing step 1 failed "
                                               r"\(No such file or directory\); the run stopped"):
         progress(StepLog(1, 3.0, 0.1, 1000.0, {}))
+
+
+def test_saved_every_reads_the_manifest_and_is_none_where_it_cannot(tmp_path):
+    """A resume without --save-every keeps the checkpoint's (``runs.saved_every``); with no
+    checkpoint, an old manifest without the field, or a bad value, there is nothing to keep."""
+    import json
+
+    from parlab.parallel.trainer.checkpoint import saved_every, step_dir
+
+    assert saved_every(tmp_path) is None
+    step = step_dir(tmp_path, 3)
+    step.mkdir()
+    for manifest, kept in [({"save_every": 5}, 5), ({}, None), ({"save_every": -1}, None),
+                           ({"save_every": "5"}, None), ({"save_every": True}, None)]:
+        (step / "COMPLETE.json").write_text(json.dumps(manifest))
+        assert saved_every(tmp_path) == kept, manifest
+    (step / "COMPLETE.json").write_bytes(b"\x80")
+    assert saved_every(tmp_path) is None

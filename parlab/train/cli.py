@@ -212,17 +212,22 @@ def run(args, argv: list[str], torchrun: bool) -> int:
         check_fits(config, plan, local)
         checkpoint, done = None, None
         if args.checkpoint_dir is not None:
-            checkpoint = Checkpointing(args.checkpoint_dir, args.save_every or 0, args.resume)
+            save_every = args.save_every
+            if args.resume and save_every is None:  # keep saving as the run did (its manifest)
+                from parlab.parallel.trainer.checkpoint import saved_every
+
+                save_every = saved_every(args.checkpoint_dir)
+            checkpoint = Checkpointing(args.checkpoint_dir, save_every or 0, args.resume)
             done = preflight(checkpoint, config, plan, probe_lock=speaks(torchrun))
+            if args.resume and save_every is None and speaks(torchrun):  # checked, then said
+                refuse("note: --resume without --save-every saves no further checkpoint (this "
+                       "checkpoint does not record the run's --save-every); add --save-every K "
+                       "to keep saving", args.wide)
             if done is not None and done >= args.steps:
                 if speaks(torchrun):
                     print(f"nothing to do: the checkpoint in {args.checkpoint_dir} is at step {done} "
                           f"and --steps is {args.steps} (raise --steps to train further)")
                 return 0
-            if args.resume and args.save_every is None and speaks(torchrun):
-                refuse("note: --resume without --save-every saves no further checkpoint (the "
-                       "checkpoint does not record the run's --save-every); add --save-every K "
-                       "to keep saving", args.wide)
         fault = parse_fault(args.kill_at, args.steps, plan.world, done or 0)
         progress = Progress(args.steps, args.quiet, args.log_json, args.wide)
         if args.tp_inside_node:

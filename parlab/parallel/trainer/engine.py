@@ -187,7 +187,7 @@ def _train_loop(trainer: Trainer, report: RankReport, steps: int, checkpoint, ru
         if checkpoint is not None and checkpoint.save_every and trainer.step % checkpoint.save_every == 0:
             from .checkpoint.sharded import save
 
-            save(trainer, checkpoint.directory, run_id, fault=fault)
+            save(trainer, checkpoint.directory, run_id, fault=fault, save_every=checkpoint.save_every)
             report.saved.append(trainer.step)
         phases["checkpoint"] = time.perf_counter() - t
         seconds = time.perf_counter() - start

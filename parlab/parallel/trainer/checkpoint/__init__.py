@@ -16,6 +16,7 @@ from .runs import (
     latest_step,
     owning,
     refuse_overwrite,
+    saved_every,
     saves,
 )
 from .sharded import load, load_latest, optimizer_settings, read_checkpoint, save
@@ -23,7 +24,7 @@ from .shards import verify_checkpoint
 
 __all__ = [
     "CheckpointError", "verify_checkpoint", "DirectoryLock", "check_directory", "probe",
-    "check_compatible", "complete_steps", "latest_step", "owning", "refuse_overwrite", "saves",
+    "check_compatible", "complete_steps", "latest_step", "owning", "refuse_overwrite", "saved_every", "saves",
     "step_dir",
     "load", "load_latest", "optimizer_settings", "read_checkpoint", "save",
 ]

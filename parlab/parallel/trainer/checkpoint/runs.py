@@ -17,7 +17,15 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from .files import MANIFEST, PARTIAL, CheckpointError, complete_steps, read_manifest, step_dir
+from .files import (
+    MANIFEST,
+    PARTIAL,
+    CheckpointError,
+    complete_steps,
+    read_json,
+    read_manifest,
+    step_dir,
+)
 from .owner import DirectoryLock, check_directory, new_run_id
 
 SHAPE_FIELDS = ("vocab_size", "seq_len", "n_layer", "n_head", "hidden", "ffn_mult", "tie_embeddings")
@@ -130,6 +138,20 @@ def claim(comm, directory: str | os.PathLike, resume: bool, device="cpu",
     if "error" in note:
         raise (FileNotFoundError if note["missing"] else CheckpointError)(note["error"])
     return lock, note["run"]
+
+
+def saved_every(directory: str | os.PathLike) -> int | None:
+    """The ``save_every`` the latest complete checkpoint in ``directory`` was saved with (None:
+    no checkpoint, an unreadable one, or one saved before the manifest recorded it). A resume
+    that does not name ``--save-every`` keeps it."""
+    steps = complete_steps(directory)
+    if not steps:
+        return None
+    try:
+        value = read_json(step_dir(directory, steps[-1]) / MANIFEST).get("save_every")
+    except (CheckpointError, OSError, ValueError):
+        return None
+    return value if type(value) is int and value >= 0 else None
 
 
 def saves(checkpoint) -> bool:

@@ -125,10 +125,11 @@ def optimizer_settings() -> dict:
     return {"betas": list(BETAS), "eps": EPS, "weight_decay": 0.0}
 
 
-def save(trainer, directory: str | os.PathLike, run: str, fault=None) -> Path:
+def save(trainer, directory: str | os.PathLike, run: str, fault=None, save_every: int = 0) -> Path:
     """Collective (every rank of ``trainer.comm``): checkpoint the trainer at its current step
     for run ``run`` (the directory's owner: ``runs.claim``). Returns the complete
-    checkpoint's directory."""
+    checkpoint's directory. ``save_every`` is recorded in the manifest, so that a resume that
+    does not name it keeps saving as the run did (``runs.saved_every``)."""
     comm, step, plan = trainer.comm, trainer.step, trainer.plan
     final = step_dir(directory, step)
     partial = final.with_name(final.name + PARTIAL)
@@ -164,7 +165,7 @@ def save(trainer, directory: str | os.PathLike, run: str, fault=None) -> Path:
     comm.barrier()
     if comm.rank == 0:
         manifest = seal({
-            "format": FORMAT, "run": run, "step": step, "world": comm.world_size,
+            "format": FORMAT, "run": run, "step": step, "world": comm.world_size, "save_every": save_every,
             "layout": {"dp": plan.dp, "tp": plan.tp, "pp": plan.pp, "v": plan.v},
             **run_fields(trainer.config, plan, optimizer_settings()),
             "ranks": shard_entries(partial, comm.world_size, run)})
