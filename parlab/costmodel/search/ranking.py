@@ -181,7 +181,8 @@ def candidate_plans(model: ModelSpec, n_gpus: int, global_batch: int, *,
 
 
 def _cp_suits(model: ModelSpec, cp: int, impl: str) -> bool:
-    """The CP rules of ``plan.check_cp_ep`` that do not depend on tp: the ring's 2 cp chunks."""
+    """The CP rules of ``plan.check_cp_ep`` that do not depend on tp: the 2 cp chunks of the ring's
+    (and all-gather attention's) load-balanced split."""
     return impl == "ulysses" or model.seq_len % (2 * cp) == 0
 
 
