@@ -58,6 +58,10 @@ def test_search_ranks_all_gather_plans_when_asked():
     result = search(LLAMA_32K, H100, 64, cp=[8], cp_impls=["all-gather"], micro_batches=[1], zero_stages=[1],
                     recompute=["selective"])
     assert result.best().plan.cp_impl == "all-gather" and result.best().plan.cp == 8
+    # cp = 64 > 32 heads: Ulysses' head rule must not drop all-gather (nor the ring) plans
+    wide = search(LLAMA_32K, H100, 8, cp=[64], cp_impls=["all-gather"], micro_batches=[1], zero_stages=[1],
+                  recompute=["selective"])
+    assert wide.best().plan.describe().startswith("dp=1 tp=1 pp=1 cp=64(all-gather)")
 
 
 def test_cli_estimate_takes_cp_cp_impl_and_ep(capsys):
