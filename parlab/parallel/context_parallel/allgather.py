@@ -60,7 +60,7 @@ def _gather(kv: torch.Tensor, comm, balanced: bool) -> torch.Tensor:
     (one all-gather; block j of its result is rank j's positions, ``rank_positions``)."""
     cp, n = comm.world_size, kv.shape[-2]
     got = comm.all_gather(kv.contiguous())  # (2 cp, b, a_kv, n, d): rank j's K, V at 2j, 2j + 1
-    whole = torch.empty(*kv.shape[:-2], cp * n, kv.shape[-1], dtype=kv.dtype)
+    whole = torch.empty(*kv.shape[:-2], cp * n, kv.shape[-1], dtype=kv.dtype, device=kv.device)
     for j in range(cp):
         whole[..., rank_positions(cp * n, j, cp, balanced), :] = got[2 * j:2 * j + 2]
     return whole
@@ -80,8 +80,8 @@ def repeat_kv(x: torch.Tensor, group: int) -> torch.Tensor:
 
 
 def _keys(mine: tuple[int, ...], c: int):
-    """Per query chunk (its index i in ``mine``, global chunk g of size c): the key range before
-    it (None for the first chunk) and its own, masked: ((i, slice, diagonal), ...)."""
+    """Per query chunk (its index i in ``mine``, global chunk g of size c): the keys before it
+    (none for chunk 0) unmasked, then its own chunk's keys, masked: (i, keys, diagonal) each."""
     for i, g in enumerate(mine):
         if g:
             yield i, slice(0, g * c), False
@@ -122,7 +122,7 @@ class _AllGatherAttention(torch.autograd.Function):
         kw, vw = repeat_kv(kv[0], group), repeat_kv(kv[1], group)  # (b, a, s, d)
         delta = (dout * out).sum(dim=-1)  # (b, a, n): rowsum(dO * O)
         dq = torch.zeros_like(q)  # (b, a, n, d)
-        dkv = torch.zeros(2, *kw.shape, dtype=kw.dtype)  # (2, b, a, s, d): dK, dV of every key, a heads
+        dkv = torch.zeros(2, *kw.shape, dtype=kw.dtype, device=kw.device)  # (2, b, a, s, d): every key's dK, dV
         for i, keys, diagonal in _keys(mine, c):
             rows = slice(i * c, (i + 1) * c)
             dqb, dkb, dvb = block_backward(q[..., rows, :], kw[..., keys, :], vw[..., keys, :],
