@@ -8,7 +8,7 @@ import argparse
 from parlab.cli import options
 from parlab.cli.fit import add_wide, fit
 
-HELP = "memory per GPU and step time of one DP/TP/PP/ZeRO plan, with every term explained"
+HELP = "memory per GPU and step time of one DP/TP/PP/CP/EP/ZeRO plan, with every term explained"
 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,14 +43,18 @@ def model_and_cluster(args: argparse.Namespace, n_gpus: int):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from parlab.costmodel import OFFLOADS, RECOMPUTE, SCHEDULES
+    from parlab.costmodel import CP_IMPLS, OFFLOADS, RECOMPUTE, SCHEDULES
 
     add_cluster_arguments(parser)
     pos = options.positive_int
-    parser.add_argument("--gpus", type=pos, help="GPU count (default dp x tp x pp)")
-    parser.add_argument("--dp", type=pos, help="data-parallel size (default gpus / (tp x pp), else 1)")
+    parser.add_argument("--gpus", type=pos, help="GPU count (default dp x tp x pp x cp)")
+    parser.add_argument("--dp", type=pos, help="data-parallel size (default gpus / (tp x pp x cp), else 1)")
     parser.add_argument("--tp", type=pos, default=1, help="tensor-parallel size")
     parser.add_argument("--pp", type=pos, default=1, help="pipeline-parallel size")
+    parser.add_argument("--cp", type=pos, default=1, help="context-parallel size (splits each sequence)")
+    parser.add_argument("--cp-impl", type=options.name_of("cp method", CP_IMPLS), default="ring",
+                        help="how cp > 1 splits attention: ring, ulysses or all-gather (Llama 3)")
+    parser.add_argument("--ep", type=pos, default=1, help="expert-parallel size (MoE models; divides dp x cp)")
     parser.add_argument("--zero", type=options.zero_stage, default=0, help="ZeRO stage 0-3")
     parser.add_argument("--micro-batch", type=pos, default=1, help="sequences per micro-batch")
     parser.add_argument("--global-batch", type=pos, help="sequences per step (default dp x micro-batch)")
@@ -79,14 +83,15 @@ def run(args: argparse.Namespace) -> int:
     if dp is None:
         dp = 1
         if args.gpus is not None:
-            if args.gpus % (args.tp * args.pp):
-                raise ValueError(f"--gpus {args.gpus} is not divisible by --tp x --pp = {args.tp} x {args.pp}, "
-                                 f"so no whole data-parallel size exists")
-            dp = args.gpus // (args.tp * args.pp)
+            cp = f" x {args.cp}" if args.cp > 1 else ""
+            if args.gpus % (args.tp * args.pp * args.cp):
+                raise ValueError(f"--gpus {args.gpus} is not divisible by --tp x --pp{' x --cp' if cp else ''} = "
+                                 f"{args.tp} x {args.pp}{cp}, so no whole data-parallel size exists")
+            dp = args.gpus // (args.tp * args.pp * args.cp)
     plan = Plan(dp=dp, tp=args.tp, pp=args.pp, zero=args.zero, micro_batch=args.micro_batch,
                 global_batch=args.global_batch, schedule=args.schedule, chunks=args.chunks,
                 recompute=args.recompute, sequence_parallel=args.sp, offload=args.offload, dtype=args.dtype,
-                fp32_grads=args.fp32_grads)
+                fp32_grads=args.fp32_grads, cp=args.cp, cp_impl=args.cp_impl, ep=args.ep)
     model, cluster = model_and_cluster(args, plan.n_gpus if args.gpus is None else args.gpus)
     est = estimate(model, cluster, plan)
     text = est.explain()

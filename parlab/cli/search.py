@@ -12,7 +12,7 @@ HELP = "rank every valid plan of a model on a cluster by step time (the strategy
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from parlab.costmodel import OFFLOADS, RECOMPUTE
+    from parlab.costmodel import CP_IMPLS, OFFLOADS, RECOMPUTE
 
     add_cluster_arguments(parser)
     pos = options.positive_int
@@ -28,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=["none"], help="offload modes to try: none,optimizer,optimizer+params")
     parser.add_argument("--dtype", type=options.dtype, default="bf16",
                         help="bf16 (fp32 gradients, as Megatron-LM and DeepSpeed keep them) or fp16 (mixed precision), mixed (bf16, 16-bit gradients), fp32")
+    parser.add_argument("--cp", type=options.positive_ints,
+                        help="context-parallel sizes to try, e.g. 1,2,4 (default: 1, and more for sequences >= 8K)")
+    parser.add_argument("--cp-impl", type=options.listed(options.name_of("cp method", CP_IMPLS), "cp methods"),
+                        default=list(CP_IMPLS), help="cp methods to try: ring,ulysses,all-gather (default all)")
+    parser.add_argument("--ep", type=options.positive_ints,
+                        help="expert-parallel sizes to try, e.g. 1,8 (default: 1, and more for MoE models)")
     parser.add_argument("--explain", action="store_true", help="explain the best plan term by term")
     add_wide(parser)
 
@@ -37,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
 
     model, cluster = model_and_cluster(args, args.gpus)
     result = search(model, cluster, args.global_batch, zero_stages=args.zero, micro_batches=args.micro_batches,
-                    recompute=args.recompute, offload=args.offload, dtype=args.dtype)
+                    recompute=args.recompute, offload=args.offload, dtype=args.dtype, cp_impls=args.cp_impl,
+                    **({} if args.cp is None else {"cp": args.cp}), **({} if args.ep is None else {"ep": args.ep}))
     best = result.best()  # raises (one line, status 2) before anything is printed when nothing fits
     rows, head = result.rows(args.top), f"{model.name} on {cluster.describe()}, global batch {args.global_batch}"
     dtype = " " + best.plan.dtype  # one --dtype for every plan (describe() ends with it): said once

@@ -9,7 +9,11 @@ rank while it computes attention against the block it holds, so a step costs max
 the backward pass sends K/V and their gradients (twice the bytes) beside twice the compute.
 Ulysses (Jacobs et al. 2023, "DeepSpeed Ulysses", Sec. 3.1): an all-to-all of Q, K, V from
 sequence- to head-sharded before attention and one of the output back, in the forward and again
-in the backward; nothing overlaps them.
+in the backward; nothing overlaps them. All-gather attention (Dubey et al. 2024, "The Llama 3
+Herd of Models", Sec. 3.3.2; Megatron-Core's cp_comm_type "all_gather", TransformerEngine's
+``AttnFuncWithCPAndKVAllGather``): an all-gather of K, V before attention, and in the backward the
+gather again and a reduce-scatter of dK, dV; all exposed, as TransformerEngine runs them
+(``context_parallel.allgather_cost``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from parlab.costmodel.plan.spec import Plan
 from parlab.costmodel.pricing.collectives import GroupLink
 from parlab.costmodel.pricing.context_parallel import (
     LayerBytes,
+    allgather_bytes,
+    allgather_cost,
     ring_attention_bytes,
     ring_overlap,
     ulysses_bytes,
@@ -28,12 +34,14 @@ from parlab.costmodel.specs.models import ModelSpec
 
 def cp_layer_bytes(model: ModelSpec, plan: Plan, bytes_per_element: int = 2) -> LayerBytes:
     """Bytes one CP rank sends in one layer for one micro-batch, on its TP shard (h / t, a / t heads):
-    ``context_parallel.ring_attention_bytes`` or ``context_parallel.ulysses_bytes``."""
+    ``context_parallel.ring_attention_bytes``, ``ulysses_bytes`` or ``allgather_bytes``."""
     t = plan.tp
     args = (plan.micro_batch, model.seq_len, model.hidden // t, plan.cp, model.heads // t,
             (model.kv_heads or model.heads) // t, bytes_per_element)
     if plan.cp_impl == "ring":
         return ring_attention_bytes(*args)
+    if plan.cp_impl == "all-gather":
+        return allgather_bytes(*args)
     return ulysses_bytes(*args)
 
 
@@ -44,7 +52,9 @@ def cp_micro_batch_time(model: ModelSpec, plan: Plan, layers: int, link: GroupLi
     exposes ``context_parallel.ring_overlap``'s max(0, send - attention of the block) at the
     matmul efficiency; a backward step sends K, V and dK, dV beside twice the compute, and the
     last dK, dV hop home is exposed. Ulysses: its four all-to-alls per pass (Q, K, V in, O out),
-    each (cp - 1) alpha + (cp - 1)/cp of its buffer / B, none hidden."""
+    each (cp - 1) alpha + (cp - 1)/cp of its buffer / B, none hidden. All-gather: the K, V gather
+    of each forward (``context_parallel.allgather_cost``), and in the backward the gather again
+    and the dK, dV reduce-scatter, none hidden."""
     cp, t, b = plan.cp, plan.tp, plan.micro_batch
     bpe = 4 if plan.dtype == "fp32" else 2
     sent = cp_layer_bytes(model, plan, bpe)
@@ -56,6 +66,13 @@ def cp_micro_batch_time(model: ModelSpec, plan: Plan, layers: int, link: GroupLi
         facts["t_cp_send"], facts["t_cp_block"] = step.comm_s, step.compute_s
         backward = (cp - 1) * max(0.0, 2 * step.comm_s - 2 * step.compute_s) + step.comm_s
         return layers * (forward_passes * (cp - 1) * step.exposed_s + backward)
+    if plan.cp_impl == "all-gather":
+        gather = allgather_cost(b, model.seq_len, model.hidden // t, cp, peak * a.matmul_efficiency, link.latency,
+                                link.bandwidth, model.heads // t, (model.kv_heads or model.heads) // t, bpe)
+        whole = sent.forward * cp / (cp - 1)  # dK, dV of the whole sequence, as K, V (gradients at bpe)
+        scatter = link.time("reduce_scatter", whole, cp)
+        facts["t_cp_send"], facts["t_cp_block"] = gather.comm_s, gather.compute_s
+        return layers * ((forward_passes + 1) * gather.exposed_s + scatter)
     buffer = sent.forward / 4 * cp / (cp - 1)  # one of the four all-to-alls' input, on average
     facts["t_cp_send"], facts["t_cp_block"] = 4 * link.time("all_to_all", buffer, cp), 0.0
     return layers * (forward_passes + 1) * facts["t_cp_send"]

@@ -27,6 +27,8 @@ RING_SRC = "Thakur et al. 2005; nccl-tests PERFORMANCE.md"
 GRAD_SRC = "DeepSpeed stage_1_and_2.py / stage3.py fp32 gradient partition; Megatron-LM main_grad"
 RING_ATTENTION_SRC = "Liu et al. 2023 (Ring Attention), Sec. 3; Megatron-Core cp_comm_type p2p"
 ULYSSES_SRC = "Jacobs et al. 2023 (DeepSpeed-Ulysses), Sec. 3.1"
+ALLGATHER_SRC = ("Dubey et al. 2024 (Llama 3), Sec. 3.3.2; Megatron-Core cp_comm_type all_gather "
+                 "(TransformerEngine AttnFuncWithCPAndKVAllGather)")
 EP_SRC = "Lepikhin et al. 2020 (GShard), Sec. 3.2; Megatron-Core MoEAlltoAllTokenDispatcher"
 
 
@@ -253,6 +255,13 @@ class Estimate:
                             f"max(0, send {human_bytes(f['cp_bytes'].forward / (p.cp - 1), 'MB')} K/V block "
                             f"({human_seconds(f['t_cp_send'])}, {f['where']['cp']}) - attention of one block "
                             f"({human_seconds(f['t_cp_block'])})) + the last dK/dV hop", RING_ATTENTION_SRC))
+        elif p.cp > 1 and p.cp_impl == "all-gather":
+            out.append(Term(CP_TERM, tm.cp_comm,
+                            f"m {m} x {plural(f['L'], 'layer')} x (all-gather of K, V: "
+                            f"{human_bytes(f['cp_bytes'].forward, 'MB')} sent, {human_seconds(f['t_cp_send'])} "
+                            f"beside {human_seconds(f['t_cp_block'])} of attention; fwd, again in bwd, + the "
+                            f"dK/dV reduce-scatter) over cp={p.cp} ({f['where']['cp']}), not hidden",
+                            ALLGATHER_SRC))
         elif p.cp > 1:
             out.append(Term(CP_TERM, tm.cp_comm,
                             f"m {m} x {plural(f['L'], 'layer')} x (fwd + bwd) x all-to-alls of Q, K, V and "

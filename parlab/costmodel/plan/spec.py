@@ -21,9 +21,11 @@ ZERO3_IMPLS = ("deepspeed", "fsdp")
 TRAINING_OPTIMIZERS = tuple(o for o in OPTIMIZERS if o != "none")
 #: How a plan with cp > 1 splits attention over the CP ranks (``Plan.cp_impl``): ring attention
 #: (K/V blocks passed around the ring, Liu et al. 2023; Megatron-Core's cp_comm_type "p2p", with
-#: the load-balanced causal split) or DeepSpeed-Ulysses (all-to-all from sequence- to
-#: head-sharded and back, Jacobs et al. 2023; Megatron-Core's "a2a").
-CP_IMPLS = ("ring", "ulysses")
+#: the load-balanced causal split), DeepSpeed-Ulysses (all-to-all from sequence- to
+#: head-sharded and back, Jacobs et al. 2023; Megatron-Core's "a2a") or all-gather attention (K, V
+#: of the whole sequence all-gathered before attention, the same split: Llama 3's production CP,
+#: Dubey et al. 2024, Sec. 3.3.2; Megatron-Core's "all_gather").
+CP_IMPLS = ("ring", "ulysses", "all-gather")
 
 #: The one vocabulary of training precisions (the CLI's ``--dtype`` everywhere, and ``Plan``):
 #: spelling -> (model-state precision in ``memory.PRECISIONS``, compute dtype of a ``Plan`` or
@@ -71,7 +73,8 @@ class Plan:
     (module-by-module gathers, ``stage3_prefetch_bucket_size`` / ``stage3_max_live_parameters``)
     or PyTorch FSDP (one block per unit, one unit prefetched).
 
-    ``cp`` splits each sequence over cp ranks (context parallelism, ``cp_impl`` ring or Ulysses):
+    ``cp`` splits each sequence over cp ranks (context parallelism, ``cp_impl`` ring, Ulysses or
+    all-gather):
     the GPUs are dp x tp x pp x cp, the batch still dp x micro_batch x m. ``ep`` splits an MoE
     model's routed experts over ep of the dp x cp ranks (expert parallelism inside the data-
     parallel domain, Megatron-Core's expert grid: ``parlab.layout``); ep must divide dp x cp.
@@ -222,7 +225,8 @@ class Plan:
         sched = f"interleaved(v={self.chunks})" if self.schedule == "interleaved" else self.schedule
         impl = {"deepspeed": "(DeepSpeed)", "fsdp": "(FSDP)"}[self.zero3_impl] if self.zero == 3 else ""
         parts = [f"dp={self.dp}", f"tp={self.tp}", f"pp={self.pp}"]
-        parts += [f"cp={self.cp}" + ("(Ulysses)" if self.cp_impl == "ulysses" else "")] if self.cp > 1 else []
+        label = {"ring": "", "ulysses": "(Ulysses)", "all-gather": "(all-gather)"}[self.cp_impl]
+        parts += [f"cp={self.cp}{label}"] if self.cp > 1 else []
         parts += [f"ep={self.ep}"] if self.ep > 1 else []
         parts += [f"ZeRO-{self.zero}{impl}", f"mb={self.micro_batch}", f"m={self.m}"]
         parts += [sched] if self.pp > 1 else []
@@ -267,7 +271,7 @@ def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
 
 def check_cp_ep(model: ModelSpec, plan: Plan) -> None:
     """The model rules of context and expert parallelism, each a ValueError naming the value and
-    the rule: the load-balanced ring cuts the sequence into 2 cp chunks (rank i holds chunks i and
+    the rule: the load-balanced ring (and all-gather attention) cuts the sequence into 2 cp chunks (rank i holds chunks i and
     2cp-1-i: Megatron-Core's CP, Llama 3, Dubey et al. 2024, Sec. 3.3.2); Ulysses gives each CP
     rank whole heads of its TP shard (Jacobs et al. 2023, Sec. 3.1: heads % cp); ep needs experts
     and divides their number (each EP rank holds E / ep whole experts); ZeRO-3 of an MoE model is
@@ -275,8 +279,8 @@ def check_cp_ep(model: ModelSpec, plan: Plan) -> None:
     from parlab.costmodel.pricing.context_parallel import check_ring, check_ulysses
 
     cp, t = plan.cp, plan.tp
-    if cp > 1 and plan.cp_impl == "ring":
-        check_ring(model.seq_len, cp)
+    if cp > 1 and plan.cp_impl in ("ring", "all-gather"):
+        check_ring(model.seq_len, cp, who=f"{plan.cp_impl} attention")
     if cp > 1 and plan.cp_impl == "ulysses":
         kv = model.kv_heads or model.heads
         if kv % t:

@@ -11,7 +11,9 @@ TP / CP / EP terms of one transformer layer. Imports only ``specs``.
     ring_vs_tree.py     where the tree beats the ring
     layer_collective.py one collective call of a layer (TP, EP) and the elements it sends
     tensor_parallel/    Megatron 1D and Colossal-AI 2D/2.5D/3D: a layer's collectives and cost
-    context_parallel.py ring attention and Ulysses: bytes and overlap of one layer
+    cp_split.py         what CP splits: the heads, each rank's chunks (balanced causal split), its work
+    cp_overlap.py       whether CP's sends hide behind attention: the ring's block, the all-gather
+    context_parallel.py ring, all-gather and Ulysses attention: bytes and memory of one layer
     expert_parallel/    one MoE layer under EP: all-to-alls, expert memory, FLOPs
     moe_layer.py        an MoE model's layers: parameters and FLOPs, dense and MoE layers apart
     inference.py        one decode step's latency (guide 4.1)

@@ -1,5 +1,5 @@
-"""Context parallelism per transformer layer: ring attention and DeepSpeed-Ulysses beside Megatron
-sequence parallelism: what each splits, the bytes each rank sends, the attention work each rank
+"""Context parallelism per transformer layer: ring attention, all-gather attention and DeepSpeed-
+Ulysses beside Megatron sequence parallelism: what each splits, the bytes each rank sends, the attention work each rank
 does under a causal mask, and the activation memory per GPU (pure Python: no numpy, no torch).
 
 A layer sees b sequences of s tokens, hidden h, a heads (a_kv key/value heads: a for multi-head
@@ -14,12 +14,15 @@ ulysses        s outside attention, the heads      all-to-all Q, K, V in and O o
                inside it (a % d == 0)              (d-1)/d^2 b s (2 h + 2 h_kv) B
 ring           s everywhere; K, V go round a       d-1 sends of one rank's K, V block:
                ring of d ranks                     (d-1) 2 b (s/d) h_kv B
+all-gather     s everywhere; K, V of the whole     one all-gather of K, V: (d-1)/d of the
+               sequence gathered before attention  sequence's K, V, (d-1)/d 2 b s h_kv B
 =============  ==================================  =============================================
 
 h_kv = h a_kv / a. The backward sends the same again for Megatron-SP (the collectives swap) and
 Ulysses (dO in, dQ, dK, dV out: the same four all-to-alls reversed), and for ring attention the K,
 V blocks once more (d-1 sends) plus the gradients dK, dV travelling with them back to their owner
-(d sends: after the last step a block's dK, dV is one hop short of home). Sources:
+(d sends: after the last step a block's dK, dV is one hop short of home); all-gather attention
+gathers K, V again and reduce-scatters dK, dV, (d-1)/d 2 b s h_kv B each. Sources:
 
 - Megatron-SP: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
   Models", Section 4.2.2 (all-gather + reduce-scatter in place of TP's all-reduce); its
@@ -32,6 +35,13 @@ V blocks once more (d-1 sends) plus the gradients dK, dV travelling with them ba
   overlapped with the block's attention, blockwise softmax as FlashAttention: Dao et al. 2022,
   Section 3.1); the backward as ring-flash-attention and Megatron-Core's context parallelism
   (transformer_engine's ``AttnFuncWithCPAndKVP2P``) run it.
+- All-gather attention: Dubey et al. 2024, "The Llama 3 Herd of Models", Section 3.3.2 (Llama 3's
+  production CP: K and V all-gathered in the CP group, then each rank's queries attend to them,
+  with the load-balanced split below); the passes as Megatron-Core's cp_comm_type "all_gather"
+  runs them (TransformerEngine's ``AttnFuncWithCPAndKVAllGather``, transformer_engine/pytorch/
+  attention/dot_product_attention/context_parallel.py: the forward gathers K and V and keeps only
+  the rank's own, the backward gathers them again and reduce-scatters dK, dV). With grouped-query
+  attention K, V are a_kv / a of Q's width, which is why Llama 3 chose it (``allgather_bytes``).
 - Load-balanced causal split: with a causal mask a naive split gives rank i (i+1) blocks of work
   (the last rank d times the first's); cutting s into 2d chunks and giving rank i chunks i and
   2d-1-i gives every rank the same (Megatron-Core's context parallelism; Dubey et al. 2024, "The
@@ -49,21 +59,43 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from parlab.costmodel.pricing.cp_overlap import (  # noqa: F401 - re-exported
+    GatherCost,
+    RingOverlap,
+    allgather_cost,
+    ring_overlap,
+    ring_step_flops,
+)
+from parlab.costmodel.pricing.cp_split import (  # noqa: F401 - re-exported: the split lives below
+    _heads,
+    _shape,
+    causal_pairs,
+    causal_work,
+    check_ring,
+    check_ulysses,
+    gathered_kv_bytes,
+    imbalance,
+    kv_block_bytes,
+    rank_chunks,
+    rank_positions,
+)
 from parlab.costmodel.pricing.memory import RECOMPUTE, activation_bytes_per_layer
-from parlab.costmodel.specs._check import boolean, canonical, non_negative, positive
+from parlab.costmodel.specs._check import boolean, canonical, positive
 from parlab.costmodel.specs.models import ModelSpec
 
-METHODS = ("megatron-sp", "ulysses", "ring")
+METHODS = ("megatron-sp", "ulysses", "ring", "all-gather")
 LABELS = {"megatron-sp": "Megatron sequence parallelism", "ulysses": "DeepSpeed-Ulysses",
-          "ring": "ring attention"}
+          "ring": "ring attention", "all-gather": "all-gather attention (Llama 3)"}
 SPLITS = {"megatron-sp": "weights over TP; LayerNorm/dropout activations along the sequence",
           "ulysses": "sequence outside attention; heads inside it",
-          "ring": "sequence everywhere; K/V blocks go round the ring"}
+          "ring": "sequence everywhere; K/V blocks go round the ring",
+          "all-gather": "sequence everywhere; the whole sequence's K/V gathered for attention"}
 COLLECTIVES = {"megatron-sp": "all-gather + reduce-scatter", "ulysses": "all-to-all",
-               "ring": "point-to-point (ring)"}
+               "ring": "point-to-point (ring)", "all-gather": "all-gather (K, V) + reduce-scatter (dK, dV)"}
 LIMITS = {"megatron-sp": "degree <= heads (it is TP); inside one node (4 collectives per layer)",
           "ulysses": "degree must divide the (key/value) heads",
-          "ring": "latency-bound when a block's attention is shorter than its K/V transfer"}
+          "ring": "latency-bound when a block's attention is shorter than its K/V transfer",
+          "all-gather": "the gather is not overlapped; each rank holds the whole sequence's K/V while it attends"}
 
 
 @dataclass(frozen=True)
@@ -82,50 +114,6 @@ class LayerBytes:
     @property
     def total(self) -> float:
         return self.forward + self.backward
-
-
-def _heads(n_head: int, n_kv_head: int | None) -> tuple[int, int]:
-    a = positive("n_head", n_head, integer=True)
-    a_kv = a if n_kv_head is None else positive("n_kv_head", n_kv_head, integer=True)
-    if a % a_kv:
-        raise ValueError(f"n_kv_head={a_kv} must divide n_head={a} (each key/value head serves "
-                         f"n_head/n_kv_head query heads)")
-    return a, a_kv
-
-
-def _shape(b: int, s: int, h: int, d: int, dtype_bytes: float) -> None:
-    for name, v in (("micro_batch", b), ("seq_len", s), ("hidden", h), ("degree", d)):
-        positive(name, v, integer=True)
-    positive("dtype_bytes", dtype_bytes)
-
-
-def check_ulysses(n_head: int, cp: int, n_kv_head: int | None = None) -> None:
-    """DeepSpeed-Ulysses gives each of the cp ranks whole heads: cp must divide the heads (and the
-    key/value heads). A ValueError naming the rule and the values otherwise."""
-    a, a_kv = _heads(n_head, n_kv_head)
-    positive("cp", cp, integer=True)
-    for name, n in (("n_head", a), ("n_kv_head", a_kv)):
-        if n % cp:
-            raise ValueError(f"DeepSpeed-Ulysses needs {name} % cp == 0 (each rank attends with "
-                             f"whole heads after the all-to-all): {name}={n}, cp={cp}")
-
-
-def check_ring(seq_len: int, cp: int, balanced: bool = True) -> None:
-    """Ring attention splits s into cp blocks (2 cp chunks when ``balanced``): they must divide it."""
-    positive("seq_len", seq_len, integer=True)
-    positive("cp", cp, integer=True)
-    chunks = 2 * cp if balanced else cp
-    if seq_len % chunks:
-        raise ValueError(f"ring attention needs seq_len % {'2*cp' if balanced else 'cp'} == 0 (the "
-                         f"sequence is cut into {chunks} equal chunks): seq_len={seq_len}, cp={cp}")
-
-
-def kv_block_bytes(micro_batch: int, seq_len: int, hidden: int, cp: int, n_head: int = 1,
-                   n_kv_head: int | None = None, dtype_bytes: float = 2) -> float:
-    """K and V of one rank's block of the sequence: 2 b (s/cp) h_kv B, h_kv = h a_kv / a."""
-    _shape(micro_batch, seq_len, hidden, cp, dtype_bytes)
-    a, a_kv = _heads(n_head, n_kv_head)
-    return 2 * micro_batch * seq_len / cp * hidden * a_kv / a * dtype_bytes
 
 
 def ring_attention_bytes(micro_batch: int, seq_len: int, hidden: int, cp: int, n_head: int = 1,
@@ -157,6 +145,27 @@ def ulysses_bytes(micro_batch: int, seq_len: int, hidden: int, cp: int, n_head: 
     return LayerBytes("ulysses", cp, COLLECTIVES["ulysses"], per_pass, per_pass, msgs, msgs)
 
 
+def allgather_bytes(micro_batch: int, seq_len: int, hidden: int, cp: int, n_head: int = 1,
+                    n_kv_head: int | None = None, dtype_bytes: float = 2, grad_bytes: float | None = None,
+                    regather: bool = True) -> LayerBytes:
+    """All-gather attention (Dubey et al. 2024, Section 3.3.2; Megatron-Core's cp_comm_type
+    "all_gather", TransformerEngine's ``AttnFuncWithCPAndKVAllGather``): the forward all-gathers
+    K and V over the cp ranks, a ring sending (cp-1) of the rank's K, V blocks, (cp-1)/cp of the
+    whole sequence's 2 b s h_kv B (``alphabeta.traffic``); the backward gathers them again
+    (``regather``, as TransformerEngine does to keep only the rank's own K, V between the passes;
+    False: the gathered K, V were kept, ``gathered_kv_bytes``) and reduce-scatters dK, dV, the
+    same (cp-1)/cp of the sequence's (``grad_bytes`` per element, default B). K and V travel in
+    one buffer, as do dK and dV: cp-1 messages per collective (TransformerEngine gathers K and V
+    in two calls, the same bytes in twice the messages)."""
+    kv = kv_block_bytes(micro_batch, seq_len, hidden, cp, n_head, n_kv_head, dtype_bytes)
+    dkv = kv if grad_bytes is None else kv / dtype_bytes * positive("grad_bytes", grad_bytes)
+    again = boolean("regather", regather)
+    if cp == 1:
+        return LayerBytes("all-gather", 1, COLLECTIVES["all-gather"], 0.0, 0.0, 0, 0)
+    return LayerBytes("all-gather", cp, COLLECTIVES["all-gather"], (cp - 1) * kv,
+                      (cp - 1) * (dkv + kv * again), cp - 1, (cp - 1) * (1 + again))
+
+
 def megatron_sp_bytes(micro_batch: int, seq_len: int, hidden: int, tp: int,
                       dtype_bytes: float = 2) -> LayerBytes:
     """Megatron sequence parallelism (Korthikanti et al. 2022, Section 4.2.2): the collectives of
@@ -177,65 +186,30 @@ def megatron_sp_bytes(micro_batch: int, seq_len: int, hidden: int, tp: int,
 
 def layer_bytes(method: str, model: ModelSpec, micro_batch: int, degree: int,
                 dtype_bytes: float = 2) -> LayerBytes:
-    """``method``'s bytes per rank for one layer of ``model`` (``METHODS``)."""
+    """``method``'s bytes per rank for one layer of ``model`` (``METHODS``), with the model's
+    key/value heads (``kv_heads``; all heads: multi-head attention)."""
     method = canonical("method", method, METHODS)
     b, s, h, a = micro_batch, model.seq_len, model.hidden, model.heads
+    a_kv = model.kv_heads or a
     if method == "ring":
-        return ring_attention_bytes(b, s, h, degree, a, dtype_bytes=dtype_bytes)
+        return ring_attention_bytes(b, s, h, degree, a, a_kv, dtype_bytes=dtype_bytes)
     if method == "ulysses":
-        return ulysses_bytes(b, s, h, degree, a, dtype_bytes=dtype_bytes)
+        return ulysses_bytes(b, s, h, degree, a, a_kv, dtype_bytes=dtype_bytes)
+    if method == "all-gather":
+        return allgather_bytes(b, s, h, degree, a, a_kv, dtype_bytes=dtype_bytes)
     return megatron_sp_bytes(b, s, h, degree, dtype_bytes)
 
 
-# ------------------------------------------------------------------ the causal split and its work
-def rank_chunks(rank: int, cp: int, balanced: bool = True) -> tuple[int, ...]:
-    """The sequence chunks rank ``rank`` holds: (rank,) of cp chunks (naive), or (rank,
-    2 cp - 1 - rank) of 2 cp chunks (balanced: Megatron-Core, Llama 3 Section 3.3.2)."""
-    positive("cp", cp, integer=True)
-    boolean("balanced", balanced)
-    if not 0 <= non_negative("rank", rank, integer=True) < cp:
-        raise ValueError(f"rank must be in 0..{cp - 1} (cp={cp}), got {rank}")
-    return (rank, 2 * cp - 1 - rank) if balanced else (rank,)
-
-
-def rank_positions(seq_len: int, rank: int, cp: int, balanced: bool = True) -> list[int]:
-    """The token positions rank ``rank`` holds, in order (its chunks side by side)."""
-    check_ring(seq_len, cp, balanced)
-    c = seq_len // (2 * cp if balanced else cp)
-    return [k * c + t for k in rank_chunks(rank, cp, balanced) for t in range(c)]
-
-
-def causal_pairs(q_chunks: tuple[int, ...], k_chunks: tuple[int, ...]) -> list[tuple[int, int, bool]]:
-    """(i, j, diagonal) for each query chunk i and key chunk j a causal mask does not blank out
-    entirely (chunk j <= chunk i), with ``diagonal`` where the mask cuts through the block: the
-    blocks ring attention computes, in the order of ``q_chunks`` then ``k_chunks``."""
-    return [(qi, kj, q == k) for qi, q in enumerate(q_chunks) for kj, k in enumerate(k_chunks) if k <= q]
-
-
-def causal_work(seq_len: int, cp: int, balanced: bool = True) -> tuple[int, ...]:
-    """Per rank, the attention scores (query, key pairs) it computes under a causal mask over the
-    whole ring: each block (``causal_pairs``) of c x c scores, c = s / (number of chunks), the
-    fully masked ones skipped. Naive: rank i computes (i+1) (s/cp)^2; balanced: (2 cp + 1) c^2
-    on every rank."""
-    check_ring(seq_len, cp, balanced)
-    c = seq_len // (2 * cp if balanced else cp)
-    mine = [rank_chunks(r, cp, balanced) for r in range(cp)]
-    return tuple(sum(len(causal_pairs(mine[r], mine[j])) for j in range(cp)) * c * c
-                 for r in range(cp))
-
-
-def imbalance(work: tuple[float, ...]) -> float:
-    """max / mean of the per-rank work (1.0: balanced): the slowest rank sets the step."""
-    return max(work) / (sum(work) / len(work)) if sum(work) else 1.0
-
-
-# ------------------------------------------------------------------ memory and overlap
+# ------------------------------------------------------------------ memory (overlap: cp_overlap)
 def activation_bytes_per_gpu(method: str, model: ModelSpec, micro_batch: int, degree: int,
-                             recompute: str = "none") -> float:
+                             recompute: str = "none", regather: bool = True) -> float:
     """One layer's activation bytes per GPU (Korthikanti et al. 2022, Table 2) under ``method`` at
     ``degree``: every term is per token and each rank's attention scores are its s/d queries
-    against all s keys, so all three methods divide the layer's activations by d (Megatron-SP as
-    ``activation_bytes_per_layer(tp=d, sequence_parallel=True)``, the same count)."""
+    against all s keys, so every method divides the layer's activations by d (Megatron-SP as
+    ``activation_bytes_per_layer(tp=d, sequence_parallel=True)``, the same count). All-gather
+    attention that keeps the gathered K, V for its backward (``regather=False``) also holds the
+    other d-1 ranks' K, V, (d-1)/d of ``gathered_kv_bytes`` (a recomputed layer keeps none);
+    gathering them again, as TransformerEngine does, it keeps what ring attention keeps."""
     method = canonical("method", method, METHODS)
     positive("degree", degree, integer=True)
     recompute = canonical("recompute", recompute, RECOMPUTE)
@@ -243,46 +217,12 @@ def activation_bytes_per_gpu(method: str, model: ModelSpec, micro_batch: int, de
         return activation_bytes_per_layer(model, micro_batch, degree, True, recompute)
     if method == "ulysses":
         check_ulysses(model.heads, degree)
-    return activation_bytes_per_layer(model, micro_batch, 1, False, recompute) / degree
-
-
-def ring_step_flops(micro_batch: int, seq_len: int, hidden: int, cp: int) -> float:
-    """FLOPs of one ring step's forward attention on one rank: its s/cp queries against one block
-    of s/cp keys, Q K^T then P V, 2 b (s/cp)^2 h each (a causal mask halves the diagonal step)."""
-    _shape(micro_batch, seq_len, hidden, cp, 1)
-    n = seq_len / cp
-    return 4 * micro_batch * n * n * hidden
-
-
-@dataclass(frozen=True)
-class RingOverlap:
-    """One forward ring step: the block's attention (``compute_s``) beside the K, V transfer
-    (``comm_s`` = alpha + bytes / bandwidth); ``exposed_s`` the transfer not hidden behind it."""
-
-    compute_s: float
-    comm_s: float
-
-    @property
-    def exposed_s(self) -> float:
-        return max(0.0, self.comm_s - self.compute_s)
-
-    @property
-    def hidden(self) -> bool:
-        return self.comm_s <= self.compute_s
-
-
-def ring_overlap(micro_batch: int, seq_len: int, hidden: int, cp: int, flops_per_s: float,
-                 alpha: float, bandwidth: float, n_head: int = 1, n_kv_head: int | None = None,
-                 dtype_bytes: float = 2) -> RingOverlap:
-    """Whether a ring step's K, V transfer hides behind its attention (Liu et al. 2023, Section 3.1:
-    the block must be large enough that compute >= communication). Compute grows as (s/cp)^2, the
-    transfer as s/cp, so small blocks (short sequences, large cp) leave the latency exposed."""
-    positive("flops_per_s", flops_per_s)
-    non_negative("alpha", alpha)
-    positive("bandwidth", bandwidth)
-    kv = kv_block_bytes(micro_batch, seq_len, hidden, cp, n_head, n_kv_head, dtype_bytes)
-    compute = ring_step_flops(micro_batch, seq_len, hidden, cp) / flops_per_s
-    return RingOverlap(compute, 0.0 if cp == 1 else alpha + kv / bandwidth)
+    kept = activation_bytes_per_layer(model, micro_batch, 1, False, recompute) / degree
+    if method == "all-gather" and not boolean("regather", regather) and recompute != "full":
+        others = gathered_kv_bytes(micro_batch, model.seq_len, model.hidden, model.heads,
+                                   model.kv_heads or model.heads)
+        kept += others * (degree - 1) / degree
+    return kept
 
 
 def comparison_rows(model: ModelSpec, micro_batch: int, degree: int,

@@ -157,7 +157,7 @@ def candidate_plans(model: ModelSpec, n_gpus: int, global_batch: int, *,
 
     ``cp`` and ``ep`` are the context- and expert-parallel degrees to try (None: ``default_cp``,
     which tries cp > 1 for long sequences only, and ``default_ep``, ep > 1 for MoE models only),
-    ``cp_impls`` the ways to split attention with cp > 1 (ring, Ulysses). With cp = ep = 1 the
+    ``cp_impls`` the ways to split attention with cp > 1 (ring, Ulysses, all-gather). With cp = ep = 1 the
     enumeration is the 3D one."""
     c = check_choices(micro_batches=micro_batches, zero_stages=zero_stages, schedules=schedules, chunks=chunks,
                       recompute=recompute, sequence_parallel=sequence_parallel, offload=offload, dtype=dtype,
@@ -175,13 +175,14 @@ def candidate_plans(model: ModelSpec, n_gpus: int, global_batch: int, *,
             if not _suits(model, tp, pp):
                 continue
             for ep_ in (e for e in eps if (dp * cp_) % e == 0 and (not moe or model.moe.num_experts % e == 0)):
-                for impl in (i for i in impls if i == "ring" or model.heads % (tp * cp_) == 0):
+                for impl in (i for i in impls if i != "ulysses" or model.heads % (tp * cp_) == 0):
                     yield from _plans(model, global_batch, dp, tp, pp, cp_, impl, ep_, micro_batches, schedules,
                                       chunks, zero_stages, offload, recompute, sequence_parallel, dtype)
 
 
 def _cp_suits(model: ModelSpec, cp: int, impl: str) -> bool:
-    """The CP rules of ``plan.check_cp_ep`` that do not depend on tp: the ring's 2 cp chunks."""
+    """The CP rules of ``plan.check_cp_ep`` that do not depend on tp: the 2 cp chunks of the ring's
+    (and all-gather attention's) load-balanced split."""
     return impl == "ulysses" or model.seq_len % (2 * cp) == 0
 
 

@@ -44,15 +44,23 @@ class SoftmaxState:
         return self.max + torch.log(self.sum)
 
 
-def check_qkv(q: object, k: object, v: object) -> tuple[int, int, int, int]:
+_GROUPED = " (k, v: (b, a_kv, n, d), a_kv dividing a)"
+
+
+def check_qkv(q: object, k: object, v: object, grouped: bool = False) -> tuple[int, int, int, int]:
     """(b, a, n, d) if q, k, v are one attention's inputs: floating-point tensors of one shape
     (b, a, n, d) and one dtype, none of the four empty; else one ValueError (TypeError) naming
-    the rule and the values."""
+    the rule and the values. ``grouped``: k and v may have fewer heads a_kv than q, a_kv dividing
+    a (grouped-query attention, Ainslie et al. 2023; multi-query when a_kv = 1)."""
     if not all(isinstance(t, torch.Tensor) for t in (q, k, v)):
         raise TypeError(f"q, k, v must be torch tensors, got {', '.join(type(t).__name__ for t in (q, k, v))}")
-    if q.shape != k.shape or q.shape != v.shape or q.dim() != 4:
-        raise ValueError(f"q, k, v must share one shape (b, a, n, d), got {tuple(q.shape)}, "
-                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+    kv_like = q.shape[:1] + k.shape[1:2] + q.shape[2:] if grouped and q.dim() == 4 == k.dim() else q.shape
+    if k.shape != kv_like or v.shape != kv_like or q.dim() != 4:
+        raise ValueError(f"q, k, v must share one shape (b, a, n, d){_GROUPED if grouped else ''}, got "
+                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    if grouped and (k.shape[1] == 0 or q.shape[1] % k.shape[1]):
+        raise ValueError(f"the key/value heads must divide the query heads (each K/V head serves a / a_kv "
+                         f"query heads): a={q.shape[1]}, a_kv={k.shape[1]}")
     if q.dtype != k.dtype or q.dtype != v.dtype or not q.dtype.is_floating_point:
         raise TypeError(f"q, k, v must share one floating-point dtype (attention is a softmax), got "
                         f"{q.dtype}, {k.dtype}, {v.dtype}")

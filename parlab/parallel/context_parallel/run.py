@@ -1,5 +1,5 @@
-"""Context parallelism run for real beside its references: ring attention or DeepSpeed-Ulysses on
-cp ranks against serial causal attention (outputs and gradients), the bytes each rank sent
+"""Context parallelism run for real beside its references: ring attention, all-gather attention or
+DeepSpeed-Ulysses on cp ranks against serial causal attention (outputs and gradients), the bytes each rank sent
 against ``parlab.costmodel.pricing.context_parallel``'s formulas, and each rank's attention work.
 
     setting = CPSetting("ring", cp=4, balanced=True)
@@ -8,7 +8,9 @@ against ``parlab.costmodel.pricing.context_parallel``'s formulas, and each rank'
 
 Every rank draws the same Q, K, V and output gradient from the seed, computes the serial
 reference (``model.causal_attention`` and torch autograd) itself, runs its part, and compares at
-its own positions. Bytes are those the local backend counts (the torch backend's are nominal).
+its own positions. Bytes are those the local backend counts (the torch backend's are nominal);
+all-gather attention's are those of its own collectives (``GatherWork``), the layout check's
+small all-gather left out. ``kv_heads`` < heads: grouped-query K, V (all-gather attention only).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 
 from parlab.costmodel.pricing.context_parallel import (
     LayerBytes,
+    allgather_bytes,
     causal_work,
     check_ring,
     check_ulysses,
@@ -29,6 +32,7 @@ from parlab.costmodel.pricing.context_parallel import (
 from parlab.costmodel.specs._check import boolean, canonical, positive
 
 from ..model import causal_attention
+from .allgather import GatherWork, allgather_attention, repeat_kv
 from .ring import RingWork, ring_attention
 from .sequence import shard_sequence
 from .ulysses import ulysses_attention
@@ -36,14 +40,15 @@ from .ulysses import ulysses_attention
 if TYPE_CHECKING:
     from parlab.comm import World
 
-METHODS = ("ring", "ulysses")
+METHODS = ("ring", "ulysses", "all-gather")
 DTYPE_BYTES = 4  # float32
 
 
 @dataclass(frozen=True)
 class CPSetting:
-    """One attention layer's shapes (b sequences of s tokens, a heads of d) split over ``cp``
-    ranks by ``method`` ('ring' or 'ulysses'; ``balanced``: ring's load-balanced causal split)."""
+    """One attention layer's shapes (b sequences of s tokens, a heads of d; K, V with ``kv_heads``
+    heads, None: a) split over ``cp`` ranks by ``method`` ('ring', 'ulysses' or 'all-gather';
+    ``balanced``: the load-balanced causal split of the ring and all-gather attention)."""
 
     method: str = "ring"
     cp: int = 2
@@ -53,34 +58,47 @@ class CPSetting:
     head_dim: int = 4
     balanced: bool = True
     seed: int = 0
+    kv_heads: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "method", canonical("method", self.method, METHODS))
         for name in ("cp", "batch", "seq_len", "heads", "head_dim"):
             positive(f"CPSetting.{name}", getattr(self, name), integer=True)
         boolean("CPSetting.balanced", self.balanced)
+        if self.kv_heads is not None:
+            positive("CPSetting.kv_heads", self.kv_heads, integer=True)
+            if self.heads % self.kv_heads:
+                raise ValueError(f"CPSetting.kv_heads must divide heads (each K/V head serves heads / kv_heads "
+                                 f"query heads): heads={self.heads}, kv_heads={self.kv_heads}")
+            if self.kv_heads != self.heads and self.method != "all-gather":
+                raise ValueError(f"grouped-query K, V (kv_heads={self.kv_heads} < heads={self.heads}) run with "
+                                 f"method 'all-gather' here; {self.method} takes K, V of every head")
         if self.method == "ulysses":
             check_ulysses(self.heads, self.cp)
             if self.seq_len % self.cp:
                 raise ValueError(f"DeepSpeed-Ulysses needs seq_len % cp == 0 (each rank holds s/cp "
                                  f"positions): seq_len={self.seq_len}, cp={self.cp}")
         else:
-            check_ring(self.seq_len, self.cp, self.balanced)
+            check_ring(self.seq_len, self.cp, self.balanced, who=f"{self.method} attention")
 
     @property
     def split_balanced(self) -> bool:
         """Whether the ranks hold the balanced split (Ulysses: always the naive one)."""
-        return self.balanced and self.method == "ring"
+        return self.balanced and self.method != "ulysses"
 
     def inputs(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Q, K, V and the output's gradient, (b, a, s, d) each, the same on every rank."""
+        """Q, K, V and the output's gradient, (b, a, s, d) each (K, V: (b, kv_heads, s, d)), the
+        same on every rank."""
         gen = torch.Generator().manual_seed(self.seed)
-        shape = (self.batch, self.heads, self.seq_len, self.head_dim)
-        return tuple(torch.randn(shape, generator=gen) for _ in range(4))
+        heads = (self.heads, self.kv_heads or self.heads, self.kv_heads or self.heads, self.heads)
+        return tuple(torch.randn(self.batch, a, self.seq_len, self.head_dim, generator=gen) for a in heads)
 
     def predicted(self) -> LayerBytes:
         """The cost model's bytes per rank (``LayerBytes``) for this layer, float32."""
         h = self.heads * self.head_dim
+        if self.method == "all-gather":
+            return allgather_bytes(self.batch, self.seq_len, h, self.cp, self.heads, self.kv_heads,
+                                   dtype_bytes=DTYPE_BYTES)
         if self.method == "ring":
             return ring_attention_bytes(self.batch, self.seq_len, h, self.cp, self.heads,
                                         dtype_bytes=DTYPE_BYTES)
@@ -90,12 +108,12 @@ class CPSetting:
 @dataclass(frozen=True)
 class RankResult:
     """One rank: its largest |difference| from serial attention (output, dQ, dK, dV), what it
-    sent in the forward and the backward (bytes, messages), and its ring work (ring only)."""
+    sent in the forward and the backward (bytes, messages), and its work (ring, all-gather)."""
 
     rank: int
     errors: dict[str, float]
     sent: dict[str, tuple[int, int]]
-    work: RingWork | None
+    work: RingWork | GatherWork | None
 
 
 def _sent(comm, op: str) -> tuple[int, int]:
@@ -108,21 +126,24 @@ def cp_worker(comm, setting: CPSetting) -> RankResult:
     ``setting.method`` on this rank's part, compared with serial attention at its positions."""
     q, k, v, dout = setting.inputs()
     full = [t.clone().requires_grad_(True) for t in (q, k, v)]
-    causal_attention(*full).backward(dout)  # the serial reference: (b, a, s, d)
-    ref_out = causal_attention(*(t.detach() for t in full))
+    group = setting.heads // (setting.kv_heads or setting.heads)
+    causal_attention(full[0], *(repeat_kv(t, group) for t in full[1:])).backward(dout)  # serial: (b, a, s, d)
+    ref_out = causal_attention(q, repeat_kv(k, group), repeat_kv(v, group))
     r, cp, bal = comm.rank, comm.world_size, setting.split_balanced
     mine = [shard_sequence(t, r, cp, bal).requires_grad_(True) for t in (q, k, v)]  # (b, a, s/cp, d)
     op = "p2p" if setting.method == "ring" else "all_to_all"
     comm.reset_traffic()
-    work = RingWork() if setting.method == "ring" else None
+    work = {"ring": RingWork, "all-gather": GatherWork}.get(setting.method, lambda: None)()
     if setting.method == "ring":
         out = ring_attention(*mine, comm, balanced=bal, work=work)
+    elif setting.method == "all-gather":
+        out = allgather_attention(*mine, comm, balanced=bal, work=work)
     else:
         out = ulysses_attention(*mine, comm)
-    forward = _sent(comm, op)
+    forward = work.forward if isinstance(work, GatherWork) else _sent(comm, op)
     comm.reset_traffic()
     out.backward(shard_sequence(dout, r, cp, bal))
-    backward = _sent(comm, op)
+    backward = work.backward if isinstance(work, GatherWork) else _sent(comm, op)
     errors = {"output": (out.detach() - shard_sequence(ref_out, r, cp, bal)).abs().max().item()}
     for name, part, whole in zip(("dQ", "dK", "dV"), mine, full, strict=True):
         errors[name] = (part.grad - shard_sequence(whole.grad, r, cp, bal)).abs().max().item()
@@ -153,12 +174,12 @@ class CPResult:
                    for r in self.ranks)
 
     def work(self) -> tuple[int, ...]:
-        """The attention scores each rank computed (ring), beside ``causal_work``'s prediction."""
+        """The attention scores each rank computed (ring, all-gather), beside ``causal_work``'s."""
         return tuple(r.work.scores for r in self.ranks if r.work is not None)
 
     def predicted_work(self) -> tuple[int, ...]:
         s = self.setting
-        return causal_work(s.seq_len, s.cp, s.balanced) if s.method == "ring" else ()
+        return causal_work(s.seq_len, s.cp, s.balanced) if s.method != "ulysses" else ()
 
     def work_rows(self) -> tuple[list[list[object]], list[str]]:
         """(rows, headers), ring only: per rank the attention scores it computed (counted as it
