@@ -132,8 +132,8 @@ def _unpriced(m: ModelSpec) -> list[str]:
 
 
 def check_priced(m: ModelSpec) -> None:
-    """Raise one ValueError naming the first field of ``m`` that ``estimate`` and ``search`` do
-    not price yet, rather than price it silently as multi-head attention. The pricing layer calls
+    """Raise one ValueError naming every field of ``m`` that ``estimate`` and ``search`` do not
+    price yet, rather than price it silently as multi-head attention. The pricing layer calls
     this before it prices a model (``plan.spec.check_plan``); a field leaves this list when the
     formulas learn it (issue 30: GQA, head_dim and windows are priced from ``attention_shape``)."""
     if m.moe is None and not m.window and not m.kv_heads and m.head_dim * m.heads == m.hidden and not (
@@ -141,7 +141,7 @@ def check_priced(m: ModelSpec) -> None:
         return  # the common case, kept cheap: search calls this for every plan
     missing = _unpriced(m)
     if missing:
-        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise ValueError(f"{m.name}: {missing[0]}{more} is not priced yet by estimate and search, which would "
-                         f"count it as multi-head attention of width hidden={m.hidden}; its parameter count "
+        verb = "are" if len(missing) > 1 else "is"
+        raise ValueError(f"{m.name}: {', '.join(missing)} {verb} not priced yet by estimate and search, which "
+                         f"would count multi-head attention of width hidden={m.hidden}; its parameter count "
                          f"(num_params) is exact")

@@ -15,6 +15,9 @@ MODELS: dict[str, ModelSpec] = dict(DENSE_MODELS)
 #: The presets a size such as '7B' picks from: the guide's (the modern ones are named in full,
 #: so '7B' stays LLaMA-7B and '8B' a GPT-style shape).
 SIZED: list[str] = list(DENSE_MODELS) + list(MOE_MODELS)
+#: Llama 3 8B / 70B have the shapes of Llama 3.1's (Dubey et al. 2024, Table 3; 3.1 extends the
+#: context with RoPE scaling only): the same presets.
+ALIASES: dict[str, str] = {"llama-3-8b": "llama-3.1-8b", "llama-3-70b": "llama-3.1-70b"}
 
 
 def get_model(name: str | ModelSpec) -> ModelSpec:
@@ -28,6 +31,7 @@ def get_model(name: str | ModelSpec) -> ModelSpec:
         raise TypeError(f"model must be a preset name, a size such as '7B', a config.json path or a ModelSpec, "
                         f"got {name!r}")
     key = normalize(name)
+    key = ALIASES.get(key, key)
     if key in MODELS:
         return MODELS[key]
     if name.strip().lower().endswith(".json"):

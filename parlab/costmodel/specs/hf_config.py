@@ -154,7 +154,8 @@ def from_hf_config(source: str | Path | Mapping, seq_len: int | None = None, nam
     window, every = _window(cfg, arch, layers, name)
     fields = dict(gated_mlp=True, bias=False, learned_pos=False, dropout=False, flash_attention=True,
                   tied_embeddings=bool(cfg.get("tie_word_embeddings", arch["tied"])),
-                  kv_heads=_int(cfg, "num_key_value_heads", name, heads), head_dim=cfg.get("head_dim") or 0,
+                  kv_heads=kv if (kv := _int(cfg, "num_key_value_heads", name, heads)) != heads else 0,
+                  head_dim=cfg.get("head_dim") or 0,
                   qk_norm=arch.get("qk_norm", False), qkv_bias=arch.get("qkv_bias", False),
                   attention_bias=bool(cfg.get("attention_bias", False)), sinks=arch.get("sinks", False),
                   window=window, window_pattern=every, sandwich_norm=arch.get("sandwich", False))

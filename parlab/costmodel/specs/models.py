@@ -218,9 +218,11 @@ class ModelSpec:
 
     def with_(self, **changes) -> ModelSpec:
         """A copy with some fields changed (e.g. ``spec.with_(seq_len=4096)``). A head_dim that was
-        derived (h / a) is derived again when hidden or heads change."""
+        derived (h / a) is derived again when hidden or heads change; kv_heads = heads stays "all heads"."""
         if "head_dim" not in changes and self.head_dim * self.heads == self.hidden:
             changes["head_dim"] = 0
+        if "kv_heads" not in changes and self.kv_heads == self.heads:  # multi-head stays multi-head
+            changes["kv_heads"] = 0
         return replace(self, **changes)
 
 

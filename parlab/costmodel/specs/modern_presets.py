@@ -17,8 +17,8 @@ _LLAMA = dict(gated_mlp=True, bias=False, learned_pos=False, tied_embeddings=Fal
 
 def _llama(name: str, layers: int, hidden: int, heads: int, kv_heads: int, seq: int, vocab: int, ffn: int,
            source: str, **more) -> ModelSpec:
-    return ModelSpec(name, layers, hidden, heads, seq, vocab, ffn, **{**_LLAMA, **more}, kv_heads=kv_heads,
-                     source=source)
+    return ModelSpec(name, layers, hidden, heads, seq, vocab, ffn, **{**_LLAMA, **more},
+                     kv_heads=0 if kv_heads == heads else kv_heads, source=source)
 
 
 _HF = "HF config.json of "
