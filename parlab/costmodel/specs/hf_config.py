@@ -129,7 +129,9 @@ def from_hf_config(source: str | Path | Mapping, seq_len: int | None = None, nam
     a long-context extension: Llama 3.1's 8192, GPT-OSS's 4096), else ``max_position_embeddings``.
     A multimodal config (``text_config`` with a vision tower) is refused: pass its text part.
     DeepSeek-V3's multi-token-prediction layers (``num_nextn_predict_layers``) are not counted,
-    as its 671B excludes them (DeepSeek-AI 2024, Sec. 4.2)."""
+    as its 671B excludes them (DeepSeek-AI 2024, Sec. 4.2), nor its routers' correction biases
+    (``e_score_correction_bias``, 58 x 256: the ``deepseek-v3`` preset's count, 14,848 below the
+    checkpoint's 671,026,419,200)."""
     from parlab.costmodel.specs.moe_presets import mla_params
 
     cfg, stem = _read(source)
