@@ -70,6 +70,7 @@ def test_size_picks_the_one_guide_preset_and_names_two():
     with pytest.raises(ValueError, match="'13b' is ambiguous: gpt3-13b and llama-13b"):
         get_model("13b")
     assert get_model("8B").name == "gpt-8b"  # no guide preset of 8B: a GPT-style shape, named so
+    assert get_model("Llama-3-8B") is get_model("llama-3.1-8b")  # the same shape (Dubey et al. 2024, Table 3)
 
 
 @pytest.mark.parametrize("fields, match", [
