@@ -7,6 +7,7 @@ import argparse
 
 from parlab.cli import options
 from parlab.cli.fit import add_wide, fit
+from parlab.cli.model_options import add_model_arguments, model_from
 
 HELP = "memory per GPU and step time of one DP/TP/PP/CP/EP/ZeRO plan, with every term explained"
 
@@ -17,9 +18,7 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     from parlab.costmodel.specs.hardware import _GPU_ALIASES, GPUS
     from parlab.costmodel.specs.links import _LINK_ALIASES, LINKS
 
-    parser.add_argument("--model", type=options.model, default="gpt3-175b",
-                        help="preset name or size such as 7B (default gpt3-175b)")
-    parser.add_argument("--seq", type=options.positive_int, help="sequence length (default: the model's)")
+    add_model_arguments(parser, "gpt3-175b")
     parser.add_argument("--cluster", type=options.name_of("cluster", CLUSTERS, _CLUSTER_ALIASES), default="dgx-a100",
                         help="cluster kind: dgx-a100, dgx-h100, a800-hdr, pcie-10gbe, ... (default dgx-a100)")
     parser.add_argument("--gpu", type=options.not_a_count(options.name_of("GPU", GPUS, _GPU_ALIASES), "--gpus"),
@@ -36,7 +35,7 @@ def model_and_cluster(args: argparse.Namespace, n_gpus: int):
     """The ModelSpec and Cluster the options describe (None: the preset's value)."""
     from parlab.costmodel import make_cluster
 
-    model = args.model if args.seq is None else args.model.with_(seq_len=args.seq)
+    model = model_from(args)
     cluster = make_cluster(args.cluster, n_gpus, gpu=args.gpu, gpus_per_node=args.gpus_per_node,
                            intra=args.intra, inter=args.inter, nics_per_node=args.nics)
     return model, cluster

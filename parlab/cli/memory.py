@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from parlab.cli import options
+from parlab.cli.model_options import add_model_arguments, model_from
 
 HELP = "memory of the model states (weights, grads, master weights, optimizer) of a model"
 
@@ -12,8 +13,7 @@ HELP = "memory of the model states (weights, grads, master weights, optimizer) o
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from parlab.costmodel import OPTIMIZERS
 
-    parser.add_argument("--model", type=options.model, default="175b",
-                        help="preset name or size such as 7B (default 175b)")
+    add_model_arguments(parser, "175b")
     parser.add_argument("--dtype", type=options.dtype, default="mixed",
                         help="mixed = fp16 (16 B/param with Adam: 16-bit gradients), bf16 = mixed-fp32-grad (18: fp32 ones), fp32, "
                              "pure-bf16 / pure-fp16 (no fp32 copy)")
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from parlab.costmodel.plan.spec import training_dtype
     from parlab.tables import human_bytes, human_count, table
 
-    model = args.model
+    model = model_from(args)
     mem = model_state_memory(model.num_params(), training_dtype(args.dtype)[0], args.optimizer)
     states = "" if mem.precision == args.dtype else f" (model states: {mem.precision})"
     print(f"{model.name}: {human_count(model.num_params())} parameters, dtype {args.dtype}{states}, "

@@ -18,11 +18,14 @@ def run(args: argparse.Namespace) -> int:
     from parlab.tables import human_count, table
 
     if args._name == "models":
-        headers = ["name", "params", "layers", "hidden", "heads", "ffn", "seq", "vocab"]
-        rows = [[m.name, human_count(m.num_params()), m.layers, m.hidden, m.heads, m.ffn,
-                 m.seq_len, m.vocab] + ([m.source] if args.sources else []) for m in MODELS.values()]
-        print(table(rows, headers + (["source"] if args.sources else []), "lrrrrrrr" + "l" * args.sources))
-        print("\nAlso accepted: a size such as 7B or 350M (the preset of that size, else a GPT-style shape).")
+        headers = ["name", "params", "active", "layers", "hidden", "heads", "kv heads", "ffn", "seq", "vocab"]
+        rows = [[m.name, human_count(m.num_params()), human_count(m.active_params()) if m.moe else "",
+                 m.layers, m.hidden, m.heads, m.kv_heads or m.heads, m.ffn, m.seq_len, m.vocab]
+                + ([m.source] if args.sources else []) for m in MODELS.values()]
+        print(table(rows, headers + (["source"] if args.sources else []), "lrrrrrrrrr" + "l" * args.sources))
+        print("\nAlso accepted: a size such as 7B or 350M (the guide's preset of that size, else a GPT-style\n"
+              "shape) or a path to a Hugging Face config.json; --layers, --hidden, --heads, --kv-heads, --ffn,\n"
+              "--vocab and --seq change one field of the model.")
         return 0
     headers = ["name", "memory (GB)", "bf16/fp16 TFLOP/s", "fp32 TFLOP/s", "HBM (GB/s)"]
     rows = [[g.name, round(g.memory_bytes / 1e9, 1), g.half_flops / 1e12, g.fp32_flops / 1e12,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from parlab.costmodel.pricing.memory import OPTIMIZERS, RECOMPUTE
 from parlab.costmodel.specs._check import boolean, canonical, instance, non_negative, positive
+from parlab.costmodel.specs.attention import check_priced
 from parlab.costmodel.specs.cluster import Cluster
 from parlab.costmodel.specs.models import ModelSpec
 
@@ -249,6 +250,7 @@ def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
     instance("model", model, ModelSpec, "a preset: get_model('gpt3-175b')")
     instance("cluster", cluster, Cluster, "make_cluster('dgx-a100', n_gpus)")
     instance("plan", plan, Plan)
+    check_priced(model)  # a field the formulas below cannot price yet is refused, never priced as MHA
     if plan.n_gpus != cluster.n_gpus:
         cp = f" x {plan.cp}" if plan.cp > 1 else ""
         raise ValueError(f"dp x tp x pp{' x cp' if cp else ''} must equal the number of GPUs: {plan.dp} x "

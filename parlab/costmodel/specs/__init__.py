@@ -1,10 +1,15 @@
 """Specs, the cost model's ground floor: what is priced, never how.
 
     _check.py       the argument checks every layer uses (one line naming the value and the rule)
-    models.py       ModelSpec (a transformer's shape, its exact parameter count), the dense presets
+    attention.py    one layer's attention: its weight count (MHA/GQA/MQA, head_dim, QK-norm, biases,
+                    sinks), sliding windows, AttentionShape, and check_priced (what estimate cannot price yet)
+    models.py       ModelSpec (a transformer's shape, its exact parameter count), the guide's dense presets
     moe.py          MoESpec (the experts), capacity and dispatch rows, MoEModel (total vs active)
     moe_presets.py  the MoE presets (Mixtral 8x7B, DeepSeek-V3) and multi-head latent attention
-    catalogue.py    MODELS and get_model: every preset by name, or a size such as 7B
+    modern_presets.py  Llama 2/3.1, Qwen2.5/3, Mistral, Mixtral 8x22B, GPT-OSS, Nemotron-4, with the
+                    published totals their counts are checked against
+    hf_config.py    from_hf_config: a Hugging Face config.json as a ModelSpec (no network)
+    catalogue.py    MODELS and get_model: every preset by name, a size such as 7B, or a config.json
     hardware.py     GPUs (peak FLOP/s, HBM)
     links.py        interconnects (NVLink, InfiniBand, Ethernet)
     cluster.py      a cluster: GPUs per node, the links inside and between nodes

@@ -8,6 +8,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from parlab.costmodel.specs._check import boolean, non_negative, positive, text
+from parlab.costmodel.specs.attention import (
+    AttentionShape,
+    attention_param_count,
+    check_attention,
+    window_split,
+)
 from parlab.tables import human_count
 
 if TYPE_CHECKING:
@@ -33,10 +39,20 @@ class ModelSpec:
     The defaults are GPT's block as Table 2 counts it; the LLaMA presets turn dropout off and
     FlashAttention on, as nearly every modern run does.
 
+    The attention (``specs.attention``, one count for dense and MoE models): ``kv_heads`` (g,
+    grouped- or multi-query attention, K and V of g x d, Ainslie et al. 2023; 0 = heads),
+    ``head_dim`` (d; 0 = h / a, stored resolved, so the attention width a d may differ from h, as
+    Qwen3 and Gemma), ``qk_norm`` (Qwen3), ``qkv_bias`` (Qwen2: Q, K, V biases only),
+    ``attention_bias`` (all four projections, HF's ``attention_bias``, GPT-OSS), ``sinks`` (one
+    logit per head, GPT-OSS), a sliding ``window`` of w tokens (0 = none) with one full-attention
+    layer every ``window_pattern`` = k (0 = every layer windowed; GPT-OSS k = 2, Gemma 3 k = 6),
+    ``attention_params`` (an exact count per layer, e.g. DeepSeek's multi-head latent attention),
+    and ``sandwich_norm`` (Gemma 2/3: a norm after attention and after the MLP too).
+    ``attention_shape()`` is what pricing reads; ``specs.attention.check_priced`` names the
+    fields ``estimate`` does not price yet.
+
     A mixture-of-experts model sets ``moe`` (an ``expert_parallel.MoESpec``: E routed experts of
-    width f_e, top-k, shared experts, dense first layers); its attention may then be grouped-query
-    (``kv_heads``: K and V of kv_heads x d, Ainslie et al. 2023) or counted exactly
-    (``attention_params`` per layer, e.g. DeepSeek's multi-head latent attention). Its counts are
+    width f_e, top-k, shared experts, dense first layers). Its counts are
     ``expert_parallel.MoEModel``'s (``moe_model``): one implementation of the MoE parameter count.
     """
 
@@ -58,6 +74,14 @@ class ModelSpec:
     moe: MoESpec | None = None
     kv_heads: int = 0
     attention_params: int = 0
+    head_dim: int = 0
+    qk_norm: bool = False
+    qkv_bias: bool = False
+    attention_bias: bool = False
+    sinks: bool = False
+    window: int = 0
+    window_pattern: int = 0
+    sandwich_norm: bool = False
 
     def __post_init__(self) -> None:
         text("ModelSpec.name", self.name)
@@ -65,21 +89,11 @@ class ModelSpec:
             positive(f"ModelSpec.{field}", getattr(self, field), integer=True)
         non_negative("ModelSpec.ffn_hidden (0 means 4h)", self.ffn_hidden, integer=True)
         for field in ("gated_mlp", "bias", "learned_pos", "tied_embeddings", "embedding_norm", "dropout",
-                      "flash_attention"):
+                      "flash_attention", "qk_norm", "qkv_bias", "attention_bias", "sinks", "sandwich_norm"):
             boolean(f"ModelSpec.{field}", getattr(self, field))
         text("ModelSpec.source", self.source)
-        if self.hidden % self.heads:
-            raise ValueError(
-                f"hidden size {self.hidden} must be divisible by the number of heads {self.heads}"
-            )
-        non_negative("ModelSpec.kv_heads (0 means heads)", self.kv_heads, integer=True)
-        non_negative("ModelSpec.attention_params (0 means multi-head attention's)", self.attention_params,
-                     integer=True)
+        check_attention(self)
         if self.moe is None:
-            if self.kv_heads or self.attention_params:
-                raise ValueError(f"kv_heads={self.kv_heads} / attention_params={self.attention_params} describe an "
-                                 f"MoE model's attention (ModelSpec.moe): a dense ModelSpec is priced with "
-                                 f"multi-head attention (Korthikanti et al. 2022, Table 2)")
             return
         from parlab.costmodel.specs.moe import MoESpec
 
@@ -92,9 +106,41 @@ class ModelSpec:
         return self.moe is not None
 
     @property
-    def kv_hidden(self) -> int:
-        """Width of K (and of V): kv_heads x d with grouped-query attention, else h."""
+    def q_width(self) -> int:
+        """Width of Q and of the attention output: heads x head_dim (h unless head_dim is given)."""
+        return self.heads * self.head_dim
+
+    @property
+    def kv_width(self) -> int:
+        """Width of K (and of V): kv_heads x head_dim (grouped-query attention), else heads x head_dim."""
         return (self.kv_heads or self.heads) * self.head_dim
+
+    kv_hidden = kv_width
+
+    @property
+    def window_layers(self) -> int:
+        """Layers whose attention a sliding window bounds (0 if the window is 0 or >= seq_len)."""
+        return window_split(self.layers, self.window, self.window_pattern, self.seq_len)[0]
+
+    @property
+    def full_layers(self) -> int:
+        """Layers attending to the whole sequence."""
+        return window_split(self.layers, self.window, self.window_pattern, self.seq_len)[1]
+
+    def attention_layer_params(self) -> int:
+        """One layer's attention weights: ``attention_params`` if given, else
+        ``attention.attention_param_count`` of this shape (one count for dense and MoE models)."""
+        if self.attention_params:
+            return self.attention_params
+        return attention_param_count(self.hidden, self.heads, self.kv_heads or self.heads, self.head_dim,
+                                     bias=self.bias or self.attention_bias, qkv_bias=self.qkv_bias,
+                                     qk_norm=self.qk_norm, sinks=self.sinks)
+
+    def attention_shape(self) -> AttentionShape:
+        """The attention as the pricing layer reads it (``attention.AttentionShape``)."""
+        windowed, full = window_split(self.layers, self.window, self.window_pattern, self.seq_len)
+        return AttentionShape(self.heads, self.kv_heads or self.heads, self.head_dim, self.window, windowed, full,
+                              self.attention_layer_params())
 
     def moe_model(self) -> MoEModel:
         """This spec as an ``expert_parallel.MoEModel`` (its dense base, its experts), whose
@@ -111,25 +157,28 @@ class ModelSpec:
         """f, the MLP's inner width (4h unless given)."""
         return self.ffn_hidden or 4 * self.hidden
 
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
-
     # -- parameter count ---------------------------------------------------------------------
     def params_per_layer(self) -> int:
-        """Parameters of one transformer block.
+        """Parameters of one transformer block: attention + MLP + norms.
 
-        Attention: Q, K, V and output projections, 4h^2 (+4h biases). MLP: 2hf (3hf gated)
-        (+f+h biases, +2f+h gated). Two norms: 2h each with a bias (LayerNorm), h without (RMSNorm).
-        For the GPT block (f = 4h, biases) this is 12h^2 + 13h, the per-layer term of
-        Narayanan et al. 2021, Eq. 2.
+        Attention (``attention_layer_params``): Q, K, V and output projections, 4h^2 (+4h biases)
+        for multi-head attention. MLP (``mlp_params``): 2hf (3hf gated) (+f+h biases, +2f+h gated).
+        Norms (``norm_params_per_layer``). For the GPT block (f = 4h, biases) this is 12h^2 + 13h,
+        the per-layer term of Narayanan et al. 2021, Eq. 2.
         """
+        return self.attention_layer_params() + self.mlp_params() + self.norm_params_per_layer()
+
+    def mlp_params(self) -> int:
+        """A dense MLP: 2hf weights (3hf gated: gate, up, down), +f+h biases (+2f+h gated)."""
         h, f = self.hidden, self.ffn
-        attn = 4 * h * h + (4 * h if self.bias else 0)
         n_in = 2 if self.gated_mlp else 1  # gate and up projections, or just up
-        mlp = (n_in + 1) * h * f + ((n_in * f + h) if self.bias else 0)
-        norm = 2 * h if self.bias else h
-        return attn + mlp + 2 * norm
+        return (n_in + 1) * h * f + ((n_in * f + h) if self.bias else 0)
+
+    def norm_params_per_layer(self) -> int:
+        """Two norms (four with ``sandwich_norm``, Gemma 2/3): 2h each with a bias (LayerNorm), h
+        without (RMSNorm)."""
+        norm = 2 * self.hidden if self.bias else self.hidden
+        return (4 if self.sandwich_norm else 2) * norm
 
     def embedding_params(self) -> int:
         """Input embedding V*h, learned positions s*h, and an untied output layer V*h."""
@@ -168,7 +217,12 @@ class ModelSpec:
         return self.layers * self.params_per_layer()
 
     def with_(self, **changes) -> ModelSpec:
-        """A copy with some fields changed (e.g. ``spec.with_(seq_len=4096)``)."""
+        """A copy with some fields changed (e.g. ``spec.with_(seq_len=4096)``). A head_dim that was
+        derived (h / a) is derived again when hidden or heads change; kv_heads = heads stays "all heads"."""
+        if "head_dim" not in changes and self.head_dim * self.heads == self.hidden:
+            changes["head_dim"] = 0
+        if "kv_heads" not in changes and self.kv_heads == self.heads:  # multi-head stays multi-head
+            changes["kv_heads"] = 0
         return replace(self, **changes)
 
 

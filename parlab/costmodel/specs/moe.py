@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from parlab.costmodel.specs._check import boolean, non_negative, positive, text
+from parlab.costmodel.specs.attention import attention_param_count
 
 if TYPE_CHECKING:
     from parlab.costmodel.specs.models import ModelSpec
@@ -20,7 +21,8 @@ class MoESpec:
     """The MoE part of a model: ``num_experts`` routed experts (E) of inner width ``expert_ffn``
     (f_e), ``top_k`` (k) of them per token, ``shared_experts`` (K_s) used by every token,
     ``capacity_factor`` (c; 0 = dropless), ``gated`` experts (SwiGLU: three h x f_e matrices, as
-    Mixtral and DeepSeek; else GeLU's two), ``bias`` on the experts' linears, and the first
+    Mixtral and DeepSeek; else GeLU's two), ``bias`` on the experts' linears, ``router_bias`` (a
+    bias of E on the router, GPT-OSS: HF ``modeling_gpt_oss.GptOssTopKRouter``), and the first
     ``dense_layers`` layers keeping a dense MLP (DeepSeek-V3: 3)."""
 
     num_experts: int
@@ -31,6 +33,7 @@ class MoESpec:
     gated: bool = True
     bias: bool = False
     dense_layers: int = 0
+    router_bias: bool = False
 
     def __post_init__(self) -> None:
         for name in ("num_experts", "top_k", "expert_ffn"):
@@ -40,6 +43,7 @@ class MoESpec:
         non_negative("MoESpec.dense_layers", self.dense_layers, integer=True)
         boolean("MoESpec.gated", self.gated)
         boolean("MoESpec.bias", self.bias)
+        boolean("MoESpec.router_bias", self.router_bias)
         if self.top_k > self.num_experts:
             raise ValueError(f"MoESpec.top_k={self.top_k} must be <= num_experts="
                              f"{self.num_experts}: a token picks k distinct experts")
@@ -55,8 +59,9 @@ class MoESpec:
         return (n_in + 1) * hidden * self.expert_ffn + ((n_in * self.expert_ffn + hidden) if self.bias else 0)
 
     def router_params(self, hidden: int) -> int:
-        """The router (gate) matrix: h x E (Shazeer et al. 2017, Eq. 3: softmax(x W_g))."""
-        return positive("hidden", hidden, integer=True) * self.num_experts
+        """The router (gate) matrix: h x E (Shazeer et al. 2017, Eq. 3: softmax(x W_g)), + E with
+        ``router_bias``."""
+        return (positive("hidden", hidden, integer=True) + self.router_bias) * self.num_experts
 
     def layer_params(self, hidden: int) -> int:
         """One MoE layer's MLP part: E routed + K_s shared experts and the router."""
@@ -132,22 +137,20 @@ class MoEModel:
         return self.base.layers - self.moe.dense_layers
 
     def _attention(self) -> int:
-        h, b = self.base.hidden, self.base.bias
+        """One layer's attention: ``attention_params`` if given, else the base's shape with
+        ``kv_heads`` K/V heads (``specs.attention.attention_param_count``, the one count)."""
         if self.attention_params:
             return self.attention_params
-        mha = 4 * h * h + (4 * h if b else 0)
-        if not self.kv_heads:
-            return mha
-        kv = self.kv_heads * self.base.head_dim  # K and V: h -> kv_heads x d each
-        return 2 * h * h + 2 * h * kv + ((2 * h + 2 * kv) if b else 0)
+        b = self.base
+        return attention_param_count(b.hidden, b.heads, self.kv_heads or b.heads, b.head_dim,
+                                     bias=b.bias or b.attention_bias, qkv_bias=b.qkv_bias, qk_norm=b.qk_norm,
+                                     sinks=b.sinks)
 
     def _dense_mlp(self) -> int:
-        h = self.base.hidden
-        mha = 4 * h * h + (4 * h if self.base.bias else 0)
-        return self.base.params_per_layer() - mha - self._norms()
+        return self.base.mlp_params()
 
     def _norms(self) -> int:
-        return 2 * (2 * self.base.hidden if self.base.bias else self.base.hidden)
+        return self.base.norm_params_per_layer()
 
     def _rest(self) -> int:
         """Embeddings, final norm and the dense layers (attention + dense MLP + norms)."""
