@@ -87,7 +87,8 @@ GPUS: dict[str, GPUSpec] = {
         GPUSpec("a100-80gb", 80 * GiB, 312 * TFLOPS, 19.5 * TFLOPS, 2039 * GB, intra="nvlink3-a100",
                 source="NVIDIA A100 datasheet (SXM4 80GB): 312 TFLOP/s bf16, 19.5 fp32, 2,039 GB/s; no FP8"),
         GPUSpec("a800-80gb", 80 * GiB, 312 * TFLOPS, 19.5 * TFLOPS, 2039 * GB, intra="nvlink3-a800",
-                source="NVIDIA A800 datasheet (SXM4 80GB): A100 compute, NVLink cut to 400 GB/s; no FP8"),
+                source="NVIDIA A800 datasheet (SXM4 80GB): A100 compute (312 TFLOP/s bf16, 19.5 fp32), "
+                       "2,039 GB/s, NVLink cut to 400 GB/s; no FP8"),
         GPUSpec("h100-sxm", 80 * GiB, 989 * TFLOPS, 67 * TFLOPS, 3350 * GB, fp8_flops=1979 * TFLOPS,
                 intra="nvlink4-h100",
                 source="NVIDIA H100 datasheet (SXM5): 989 TFLOP/s bf16 dense, 1,979 fp8 dense (3,958 with "
@@ -100,7 +101,7 @@ GPUS: dict[str, GPUSpec] = {
         GPUSpec("h20", 96 * GiB, 148 * TFLOPS, 44 * TFLOPS, 4000 * GB, fp8_flops=296 * TFLOPS,
                 intra="nvlink4-h100",
                 source="NVIDIA H20 (Hopper for China): 148 TFLOP/s bf16 dense, 296 fp8 dense, 44 fp32, 96 GB "
-                       f"HBM3 at 4.0 TB/s, NVLink 900 GB/s; {_UNVERIFIED}"),
+                       f"HBM3 at 4 TB/s, NVLink 900 GB/s; {_UNVERIFIED}"),
         GPUSpec("h200", 141 * GB, 989 * TFLOPS, 67 * TFLOPS, 4800 * GB, fp8_flops=1979 * TFLOPS,
                 intra="nvlink4-h100",
                 source="NVIDIA H200 datasheet (SXM): 141 GB HBM3e, 989 TFLOP/s bf16 dense, 1,979 fp8 dense "
