@@ -4,7 +4,7 @@ FP8 only where the silicon has it, and a GPU brings its own intra-node link to a
 import pytest
 
 from parlab.cli import main
-from parlab.costmodel import GPUS, CLUSTERS, Plan, estimate, get_gpu, get_link, make_cluster
+from parlab.costmodel import CLUSTERS, GPUS, Plan, estimate, get_gpu, get_link, make_cluster
 
 
 def _figure(x: float) -> str:

@@ -5,9 +5,10 @@
     moe.py          MoESpec (the experts), capacity and dispatch rows, MoEModel (total vs active)
     moe_presets.py  the MoE presets (Mixtral 8x7B, DeepSeek-V3) and multi-head latent attention
     catalogue.py    MODELS and get_model: every preset by name, or a size such as 7B
-    hardware.py     GPUs (peak FLOP/s, HBM)
-    links.py        interconnects (NVLink, InfiniBand, Ethernet)
+    hardware.py     GPUs (peak FLOP/s by dtype, FP8 and MXFP8 where the silicon has them, HBM, own link)
+    links.py        interconnects (NVLink 2-5, Infinity Fabric, PCIe, InfiniBand, Ethernet/RoCE)
     cluster.py      a cluster: GPUs per node, the links inside and between nodes
+    fp8.py          the FP8 recipes, per tensor (TE delayed/current, DeepSeek-V3 blockwise, MXFP8)
     assumptions.py  the efficiencies and overlaps the model assumes
     bands.py        the model's error bands and the verdict a margin gets
 
