@@ -68,6 +68,7 @@ def test_fsdp_gathers_the_linear_weights_in_fp8():
     assert zero3_fp8_gather_bytes(model, plan.with_(zero3_impl="deepspeed", dtype="fp8"), params) == 2 * params
     fsdp_bf16, fsdp_fp8 = _pair(plan.with_(dtype="bf16"), model, fp8_recipe="te-current")
     assert fsdp_fp8.time.facts["dp_total"] < fsdp_bf16.time.facts["dp_total"]
+    assert "the linear weights gathered in FP8" in fsdp_fp8.explain()
 
 
 def test_bf16_plans_say_nothing_of_fp8():

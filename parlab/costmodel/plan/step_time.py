@@ -233,7 +233,8 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
                 "fsdp": "FSDP: one unit per block"}[plan.zero3_impl]
         f["dp_ops"] = (f"2 all-gathers of the weights (forward; backward, which also serves a recompute) + "
                        f"1 reduce-scatter of the gradients per micro-batch, each as "
-                       f"{plural(G, 'collective')} ({impl}) at most one port's bandwidth")
+                       f"{plural(G, 'collective')} ({impl}) at most one port's bandwidth"
+                       + ("; the linear weights gathered in FP8" if gathered < f["weight_bytes"] else ""))
         comm = m * G * (2 * ag + rs)
         exposed = (m * zero3_exposed(ag, rs, compute_mb / passes / G, G, passes - 1, a) if a.dp_overlap
                    else comm)
