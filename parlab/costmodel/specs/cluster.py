@@ -100,7 +100,8 @@ CLUSTERS: dict[str, tuple[str, int, str, str, int]] = {
     "h20-roce": ("h20", 8, "nvlink4-h100", "400gbe", 8),
     "dgx-h200": ("h200", 8, "nvlink4-h100", "ib-ndr", 8),
     "dgx-b200": ("b200", 8, "nvlink5", "ib-ndr", 8),  # DGX B200 datasheet: 8 x ConnectX-7 400 Gb/s
-    # DGX GB200 datasheet: 72 GPUs in one NVLink 5 domain, one ConnectX-7 400 Gb/s port per GPU
+    # GB200 NVL72: 72 GPUs in one NVLink 5 domain (NVIDIA datasheet); one ConnectX-7 400 Gb/s port
+    # per GPU as DGX GB200 is described (not verified here: XDR 800 Gb/s ports are also sold)
     "gb200-nvl72": ("gb200", 72, "nvlink5", "ib-ndr", 72),
     "mi300x-roce": ("mi300x", 8, "infinity-fabric-mi300x", "400gbe", 8),  # AMD MI300X platform, 8 OAMs
     "pcie-25gbe": ("a100-80gb", 8, "pcie4", "25gbe", 1),
