@@ -38,7 +38,7 @@ def test_memory_175b_mixed(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["memory", "--model", "gpt5"], "unknown model 'gpt5'"),
-    (["memory", "--dtype", "fp8"], "unknown dtype 'fp8'"),
+    (["memory", "--dtype", "int8"], "unknown dtype 'int8'"),
     (["memory", "--optimizer", "lion"], "unknown optimizer 'lion'"),
     (["memory", "--model", "0B"], "model size must be a positive number"),
 ])
@@ -65,7 +65,7 @@ def test_console_script_runs_as_a_module():
     (["estimate", "--tokens", "abc"], "argument --tokens: must be a positive number of tokens"),
     (["estimate", "--gpus", "10", "--tp", "4"], "--gpus 10 is not divisible by --tp x --pp = 4 x 1"),
     (["estimate", "--recompute", "some"], "argument --recompute: unknown recompute 'some'"),
-    (["estimate", "--dtype", "fp8"], "argument --dtype: unknown dtype 'fp8'"),
+    (["estimate", "--dtype", "int8"], "argument --dtype: unknown dtype 'int8'"),
     (["search", "--micro-batches", "0"], "argument --micro-batches: must be a positive integer, got '0'"),
     (["search", "--global-batch", "0"], "argument --global-batch: must be a positive integer, got '0'"),
     (["search", "--zero", "a"], "argument --zero: must be a ZeRO stage 0, 1, 2 or 3, got 'a'"),

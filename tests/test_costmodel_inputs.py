@@ -71,9 +71,10 @@ def test_the_precision_vocabulary_is_one_table():
     assert Plan(dtype="fp16-mixed").dtype == "fp16" and Plan(dtype="float32").dtype == "fp32"
     with pytest.raises(ValueError, match="keeps no fp32 master weights"):
         Plan(dtype="pure-bf16")
-    with pytest.raises(ValueError, match="unknown dtype 'fp8'"):
-        Plan(dtype="fp8")
-    assert {v[1] for v in TRAINING_DTYPES.values()} == {"bf16", "fp16", "fp32", None}
+    with pytest.raises(ValueError, match="unknown dtype 'int8'"):
+        Plan(dtype="int8")
+    assert Plan(dtype="fp8").precision == "mixed-fp32-grad"  # bf16's states; its GEMMs in FP8 (issue 30)
+    assert {v[1] for v in TRAINING_DTYPES.values()} == {"bf16", "fp16", "fp32", "fp8", None}
 
 
 def test_presets_are_found_in_any_case():

@@ -24,7 +24,7 @@ def test_describe_names_every_choice():
     (dict(zero=4), "ZeRO stage must be one of 0, 1, 2, 3, got 4"),
     (dict(schedule="zigzag"), "unknown schedule 'zigzag'"),
     (dict(recompute="some"), "unknown recompute 'some'"),
-    (dict(dtype="fp8"), "unknown dtype 'fp8'"),
+    (dict(dtype="int8"), "unknown dtype 'int8'"),
     (dict(offload="nvme"), "unknown offload 'nvme'"),
     (dict(dp=3, micro_batch=2, global_batch=16), "global batch 16 is not divisible by dp x micro_batch = 3 x 2 = 6"),
     (dict(dp=2, global_batch=8, micro_batches=3), "global batch 8 != dp x micro_batch x micro_batches"),

@@ -17,7 +17,7 @@ from parlab.costmodel.search import advisor
 from parlab.course.guide_tables import measured_pairs
 
 MAX_LEN = 700  # characters: a summary line of at most 600 plus TOP plan lines
-INPUTS = {"Assumptions", "Cluster", "GPUSpec", "GroupLink", "GroupSpan", "LinkSpec", "ModelSpec",
+INPUTS = {"Assumptions", "Cluster", "FP8Recipe", "GPUSpec", "GroupLink", "GroupSpan", "LinkSpec", "ModelSpec",
           "Plan", "Precision", "Term"}  # what a user passes in (their dataclass repr is short)
 
 

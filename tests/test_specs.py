@@ -105,8 +105,8 @@ def test_modelspec_rejects_non_positive_sizes(field):
 def test_gpu_presets_and_aliases():
     assert get_gpu("a100") is GPUS["a100-80gb"]
     assert GPUS["a100-80gb"].memory_bytes == 80 * GiB
-    with pytest.raises(ValueError, match=r"unknown GPU 'b200'.*h100-sxm"):
-        get_gpu("b200")
+    with pytest.raises(ValueError, match=r"unknown GPU 'tpu-v5p'.*h100-sxm"):
+        get_gpu("tpu-v5p")
 
 
 def test_v100_has_no_bf16():

@@ -20,9 +20,11 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_model_arguments(parser, "gpt3-175b")
     parser.add_argument("--cluster", type=options.name_of("cluster", CLUSTERS, _CLUSTER_ALIASES), default="dgx-a100",
-                        help="cluster kind: dgx-a100, dgx-h100, a800-hdr, pcie-10gbe, ... (default dgx-a100)")
+                        help="cluster kind: dgx-a100, dgx-h100, h800-ndr, h20-roce, dgx-b200, gb200-nvl72, "
+                             "rtx4090-10gbe, pcie-10gbe, ... (default dgx-a100)")
     parser.add_argument("--gpu", type=options.not_a_count(options.name_of("GPU", GPUS, _GPU_ALIASES), "--gpus"),
-                        help="GPU preset overriding the cluster's (a100, h100, v100, ...)")
+                        help="GPU preset overriding the cluster's (a100, h100, h800, h20, b200, rtx4090, ...; "
+                             "`parlab gpus` lists them); it brings its own intra-node link unless --intra is given")
     parser.add_argument("--gpus-per-node", type=options.positive_int, help="GPUs per node (default: the cluster's, 8)")
     parser.add_argument("--intra", type=options.name_of("link", LINKS, _LINK_ALIASES),
                         help="intra-node link: nvlink3-a100, nvlink4-h100, pcie4, ...")
@@ -43,6 +45,7 @@ def model_and_cluster(args: argparse.Namespace, n_gpus: int):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from parlab.costmodel import CP_IMPLS, OFFLOADS, RECOMPUTE, SCHEDULES
+    from parlab.costmodel.specs.fp8 import FP8_RECIPES
 
     add_cluster_arguments(parser)
     pos = options.positive_int
@@ -66,7 +69,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offload", type=options.name_of("offload", OFFLOADS), default="none",
                         help="none, optimizer or optimizer+params")
     parser.add_argument("--dtype", type=options.dtype, default="bf16",
-                        help="bf16 (fp32 gradients, as Megatron-LM and DeepSpeed keep them) or fp16 (mixed precision), mixed (bf16, 16-bit gradients), fp32")
+                        help="bf16 (fp32 gradients, as Megatron-LM and DeepSpeed keep them) or fp16 (mixed precision), mixed (bf16, 16-bit gradients), fp32, "
+                             "fp8 (bf16 with the linear layers' GEMMs in FP8: Hopper, Ada, Blackwell, MI300X)")
+    parser.add_argument("--fp8-recipe", type=options.name_of("FP8 recipe", FP8_RECIPES), default=None,
+                        help="with --dtype fp8: te-delayed (default), te-current, deepseek-blockwise, mxfp8 (Blackwell)")
     parser.add_argument("--fp32-grads", action="store_true", default=None,
                         help="keep gradients in fp32 (the default with bf16; --dtype mixed keeps 16-bit ones)")
     parser.add_argument("--tokens", type=options.token_count,
@@ -90,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     plan = Plan(dp=dp, tp=args.tp, pp=args.pp, zero=args.zero, micro_batch=args.micro_batch,
                 global_batch=args.global_batch, schedule=args.schedule, chunks=args.chunks,
                 recompute=args.recompute, sequence_parallel=args.sp, offload=args.offload, dtype=args.dtype,
-                fp32_grads=args.fp32_grads, cp=args.cp, cp_impl=args.cp_impl, ep=args.ep)
+                fp32_grads=args.fp32_grads, cp=args.cp, cp_impl=args.cp_impl, ep=args.ep,
+                fp8_recipe=args.fp8_recipe)
     model, cluster = model_and_cluster(args, plan.n_gpus if args.gpus is None else args.gpus)
     est = estimate(model, cluster, plan)
     text = est.explain()

@@ -16,7 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser, "175b")
     parser.add_argument("--dtype", type=options.dtype, default="mixed",
                         help="mixed = fp16 (16 B/param with Adam: 16-bit gradients), bf16 = mixed-fp32-grad (18: fp32 ones), fp32, "
-                             "pure-bf16 / pure-fp16 (no fp32 copy)")
+                             "pure-bf16 / pure-fp16 (no fp32 copy), fp8 (bf16's states; `parlab estimate --dtype fp8` "
+                             "adds the FP8 weight copies)")
     parser.add_argument("--optimizer", type=options.name_of("optimizer", OPTIMIZERS), default="adam",
                         help="adam, adamw, momentum, sgd, none (inference)")
 
@@ -37,5 +38,8 @@ def run(args: argparse.Namespace) -> int:
     print("\nGPUs needed just to hold these model states (no activations, no sharding overheads):")
     rows = [[g.name, human_bytes(g.memory_bytes), int(-(-mem.total // g.memory_bytes))] for g in GPUS.values()]
     print(table(rows, ["gpu", "memory", "min GPUs"], "lrr"))
+    if args.dtype == "fp8":
+        print("\nfp8 keeps bf16's model states; its FP8 copies of the linear weights (about 2 B/param with "
+              "the weight's transpose) come on top: `parlab estimate --dtype fp8` prices them per recipe.")
     print("\nsource: Rajbhandari et al. 2020 (ZeRO), Section 3.1")
     return 0

@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offload", type=options.listed(options.name_of("offload", OFFLOADS), "offload modes"),
                         default=["none"], help="offload modes to try: none,optimizer,optimizer+params")
     parser.add_argument("--dtype", type=options.dtype, default="bf16",
-                        help="bf16 (fp32 gradients, as Megatron-LM and DeepSpeed keep them) or fp16 (mixed precision), mixed (bf16, 16-bit gradients), fp32")
+                        help="bf16 (fp32 gradients, as Megatron-LM and DeepSpeed keep them) or fp16 (mixed precision), mixed (bf16, 16-bit gradients), fp32, "
+                             "fp8 (bf16 with the linear layers' GEMMs in FP8: Hopper, Ada, Blackwell, MI300X)")
     parser.add_argument("--cp", type=options.positive_ints,
                         help="context-parallel sizes to try, e.g. 1,2,4 (default: 1, and more for sequences >= 8K)")
     parser.add_argument("--cp-impl", type=options.listed(options.name_of("cp method", CP_IMPLS), "cp methods"),

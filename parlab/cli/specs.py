@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 HELPS = {"models": "list the model presets (shape and exact parameter count)",
-         "gpus": "list the GPU presets (memory, peak FLOP/s, HBM bandwidth)"}
+         "gpus": "list the GPU presets (memory, peak FLOP/s by dtype, HBM bandwidth, own link)"}
 HELP = HELPS["models"]
 
 
@@ -27,8 +27,13 @@ def run(args: argparse.Namespace) -> int:
               "shape) or a path to a Hugging Face config.json; --layers, --hidden, --heads, --kv-heads, --ffn,\n"
               "--vocab and --seq change one field of the model.")
         return 0
-    headers = ["name", "memory (GB)", "bf16/fp16 TFLOP/s", "fp32 TFLOP/s", "HBM (GB/s)"]
-    rows = [[g.name, round(g.memory_bytes / 1e9, 1), g.half_flops / 1e12, g.fp32_flops / 1e12,
-             round(g.hbm_bytes_per_s / 1e9)] + ([g.source] if args.sources else []) for g in GPUS.values()]
-    print(table(rows, headers + (["source"] if args.sources else []), "lrrrr" + "l" * args.sources))
+    headers = ["name", "memory (GB)", "bf16 TFLOP/s", "fp8 TFLOP/s", "fp32 TFLOP/s", "HBM (GB/s)",
+               "own link"]
+    rows = [[g.name, round(g.memory_bytes / 1e9, 1), g.half_flops / 1e12,
+             f"{g.fp8_flops / 1e12:,.1f}" + ("+MX" if g.mxfp8 else "") if g.fp8_flops else "-", g.fp32_flops / 1e12,
+             round(g.hbm_bytes_per_s / 1e9), g.intra] + ([g.source] if args.sources else []) for g in GPUS.values()]
+    print(table(rows, headers + (["source"] if args.sources else []), "lrrrrrl" + "l" * args.sources))
+    print("\nDense tensor-core peaks (no 2:4 sparsity; fp16 runs at the bf16 rate); fp8 '-': no FP8 tensor\n"
+          "cores; +MX: also MXFP8 (Blackwell). own link: the intra-node link the GPU brings to a cluster\n"
+          "(--gpu), PCIe for cards without NVLink.")
     return 0

@@ -114,6 +114,7 @@ from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
 from parlab.costmodel.specs.bands import BLOOM_MEMORY_BAND, MEGATRON_BAND
 from parlab.costmodel.specs.catalogue import MODELS, get_model
 from parlab.costmodel.specs.cluster import CLUSTERS, MAX_GPUS, Cluster, make_cluster
+from parlab.costmodel.specs.fp8 import FP8_RECIPES, FP8Recipe, get_fp8_recipe
 from parlab.costmodel.specs.hardware import GB, GPUS, GiB, GPUSpec, get_gpu
 from parlab.costmodel.specs.hf_config import from_hf_config
 from parlab.costmodel.specs.links import (
@@ -153,7 +154,7 @@ __all__ = [
     "term_table", "tp_without_nvlink", "training_dtype", "zero3_gathered_params", "zero3_ranking", "zero3_units",
     "zero3_vs_zero2", "attention_score_bytes", "Lever", "lora_params", "one_gpu_levers", "fp32_gradient_copy", "megatron_zero3",
     "colossal_table", "compare_on_link", "layer_cost", "tp_layer_collectives",
-    "Advice", "advise", "CP_IMPLS", "from_hf_config",
+    "Advice", "advise", "CP_IMPLS", "from_hf_config", "FP8_RECIPES", "FP8Recipe", "get_fp8_recipe",
 ]
 
 from parlab.costmodel.reprs import install as _install_reprs  # noqa: E402  (short reprs of the result types)

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from parlab.costmodel.answers.walls import ComputeWall, MemoryWall, compute_wall
-from parlab.costmodel.specs.hardware import GPUS
+from parlab.costmodel.answers.walls import WALL_GPUS, ComputeWall, MemoryWall, compute_wall
+from parlab.costmodel.specs.hardware import get_gpu
 
 from .costmodel import stacked_bar
 
@@ -19,7 +19,7 @@ def gpu_capacities() -> dict[str, float]:
     """Distinct GPU memory sizes in bytes, labelled by the presets that have them (two names
     a line)."""
     groups: dict[float, list[str]] = {}
-    for g in GPUS.values():
+    for g in map(get_gpu, WALL_GPUS):
         groups.setdefault(g.memory_bytes, []).append(g.name)
     return {"/\n".join("/".join(names[i:i + 2]) for i in range(0, len(names), 2)): cap
             for cap, names in sorted(groups.items())}
@@ -71,7 +71,7 @@ def plot_compute_wall(ax, wall: ComputeWall) -> None:
     """Training days against GPU count (perfect scaling), one line per distinct GPU peak."""
     counts = np.logspace(0, 14, 15, base=2)
     lines: dict[float, list[str]] = {}
-    for g in GPUS.values():
+    for g in dict.fromkeys([*map(get_gpu, WALL_GPUS), wall.gpu]):  # the chosen GPU's line too
         try:
             days = compute_wall(wall.model, wall.tokens, g, 1, wall.utilisation, wall.dtype).days
         except ValueError:  # e.g. bf16 on a V100

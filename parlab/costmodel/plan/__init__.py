@@ -2,10 +2,12 @@
 term by term (``step_time``, ``comm_5d``), ``estimate`` (both, explained) and DDP's buckets
 (``data_parallel``). Imports ``specs`` and ``pricing``.
 
-    spec.py          Plan, check_plan, the dtypes, schedules and offloads a plan may name
+    spec.py          Plan, check_plan, the schedules and offloads a plan may name
+    dtypes.py        the training precisions (--dtype) and an FP8 plan's recipe
     memory/          one GPU's memory: model states under TP/PP/ZeRO, a stage's activations
     comm_5d.py       the CP and EP traffic of one micro-batch
     step_time.py     seconds of one step, by term
+    fp8.py           an FP8 plan's matmul time and FP8 all-gather
     estimate.py      Estimate: memory and time together, explain()
     data_parallel.py DDP with buckets and overlap (guide 1.4-1.5)
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from parlab.costmodel.plan.fp8 import matmul_formula
 from parlab.costmodel.plan.memory.stage import StageMemory, stage_memory
 from parlab.costmodel.plan.memory.zero import DeepSpeedStage3, zero3_gathered_params
 from parlab.costmodel.plan.spec import Plan, check_plan
@@ -16,6 +17,7 @@ from parlab.costmodel.specs._check import instance
 from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
 from parlab.costmodel.specs.catalogue import get_model
 from parlab.costmodel.specs.cluster import Cluster
+from parlab.costmodel.specs.fp8 import get_fp8_recipe
 from parlab.costmodel.specs.models import ModelSpec
 from parlab.layout import rank_of
 from parlab.tables import human_bytes, human_count, human_rate, human_seconds, plural
@@ -154,7 +156,9 @@ class Estimate:
                  f"{human_count(st.params)} params ({layers} / tp {p.tp} + embeddings"
                  + (f"; of them {human_count(self._experts())} in {plural(m.moe.num_experts // p.ep, 'routed expert')}"
                     f" of {m.moe.num_experts} per MoE layer (E / ep {p.ep})" if m.moe else "")
-                 + f") x {prec.weight} B{shard[z]}{zero3}", "Shoeybi et al. 2019 Sec. 3; " + ZERO_SRC
+                 + f") x {prec.weight} B{shard[z]}{zero3}"
+                 + (f" + {human_bytes(st.fp8_weights)} FP8 copies and scales ({p.fp8_recipe})" if p.fp8_recipe else ""),
+                 "Shoeybi et al. 2019 Sec. 3; " + ZERO_SRC
                  + ("; Lepikhin et al. 2020 (GShard), Sec. 3.2" if m.moe else "")),
             Term("gradients", st.grads + st.step_extra, self._gradient_formula(), ZERO_SRC + "; " + GRAD_SRC),
             Term("optimizer states", st.optimizer,
@@ -206,9 +210,8 @@ class Estimate:
         rec = {"full": " (fwd, recompute, bwd = 4 passes)", "selective": " (+ attention scores recomputed)",
                "none": " (fwd + bwd = 3 passes)"}[p.recompute]
         terms = [
-            Term("compute: matmuls", tm.matmul,
-                 f"m {m} x {f['flops_mb']:.3g} FLOPs per micro-batch on the last stage{rec} / "
-                 f"({f['peak'] / 1e12:g} TFLOP/s x {a.matmul_efficiency:g})", EQ3_SRC),
+            Term("compute: matmuls", tm.matmul, matmul_formula(f, a, p, rec),
+                 EQ3_SRC + (f"; {get_fp8_recipe(p.fp8_recipe).source}" if p.fp8_recipe else "")),
             Term("compute: elementwise", tm.elementwise,
                  f"m {m} x {human_bytes(f['traffic_mb'])} moved by LayerNorm/softmax/dropout/GeLU / "
                  f"({gpu.hbm_bytes_per_s / 1e9:,.0f} GB/s HBM x {a.hbm_efficiency:g})",
@@ -299,7 +302,8 @@ class Estimate:
         lines += ["", "step time (the critical, last pipeline stage)"]
         lines += _render(self.time_breakdown(), human_seconds)
         lines.append(f"  {'total':<36} {human_seconds(self.step_time):>10}")
-        lines += ["", self.summary(), "", "assumptions: " + ", ".join(self.assumptions.describe())]
+        said = [d for d in self.assumptions.describe() if self.plan.dtype == "fp8" or not d.startswith("fp8_")]
+        lines += ["", self.summary(), "", "assumptions: " + ", ".join(said)]
         return "\n".join(lines)
 
 

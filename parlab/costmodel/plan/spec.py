@@ -5,10 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from parlab.costmodel.plan.dtypes import (  # noqa: F401  (the dtype vocabulary, re-exported here)
+    DTYPE_ALIASES,
+    TRAINING_DTYPES,
+    fp8_recipe_of,
+    training_dtype,
+)
 from parlab.costmodel.pricing.memory import OPTIMIZERS, RECOMPUTE
 from parlab.costmodel.specs._check import boolean, canonical, instance, non_negative, positive
 from parlab.costmodel.specs.attention import check_priced
 from parlab.costmodel.specs.cluster import Cluster
+from parlab.costmodel.specs.fp8 import get_fp8_recipe
 from parlab.costmodel.specs.models import ModelSpec
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
@@ -27,36 +34,6 @@ TRAINING_OPTIMIZERS = tuple(o for o in OPTIMIZERS if o != "none")
 #: of the whole sequence all-gathered before attention, the same split: Llama 3's production CP,
 #: Dubey et al. 2024, Sec. 3.3.2; Megatron-Core's "all_gather").
 CP_IMPLS = ("ring", "ulysses", "all-gather")
-
-#: The one vocabulary of training precisions (the CLI's ``--dtype`` everywhere, and ``Plan``):
-#: spelling -> (model-state precision in ``memory.PRECISIONS``, compute dtype of a ``Plan`` or
-#: None when a plan cannot model it, gradients kept in fp32 by default). 'bf16' and 'fp16' mean
-#: mixed precision (16-bit weights, fp32 master weights and Adam states: Micikevicius et al.
-#: 2018), as the field uses the words. With bf16 the gradients are fp32 by default, as the
-#: frameworks keep them: Megatron-LM turns on accumulate_allreduce_grads_in_fp32 whenever --bf16
-#: is set (megatron/training/arguments.py) and DeepSpeed's bf16 optimizer keeps fp32 gradients
-#: (runtime/bf16_optimizer.py); with fp16 both keep 16-bit gradients. 'mixed' is the ZeRO paper's
-#: 2 + 2 + 12 accounting (bf16 compute, 16-bit gradients); ``Plan(fp32_grads=False)`` says the
-#: same for any dtype. Training with no fp32 copy at all is 'pure-bf16'.
-TRAINING_DTYPES: dict[str, tuple[str, str | None, bool]] = {
-    "bf16": ("mixed-fp32-grad", "bf16", True),
-    "fp16": ("mixed", "fp16", False),
-    "fp32": ("fp32", "fp32", False),
-    "mixed": ("mixed", "bf16", False),
-    "mixed-fp32-grad": ("mixed-fp32-grad", "bf16", True),
-    "pure-bf16": ("bf16", None, False),
-    "pure-fp16": ("fp16", None, False),
-}
-DTYPE_ALIASES = {"amp": "mixed", "bf16-mixed": "bf16", "mixed-bf16": "bf16", "fp16-mixed": "fp16",
-                 "mixed-fp16": "fp16", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
-                 "float32": "fp32", "float": "fp32", "mixed-fp32": "mixed-fp32-grad",
-                 "mixed-fp32-grads": "mixed-fp32-grad", "bf16-pure": "pure-bf16", "fp16-pure": "pure-fp16"}
-
-
-def training_dtype(name: str) -> tuple[str, str | None, bool]:
-    """(precision, compute dtype, fp32 gradients) of a ``--dtype`` spelling (``TRAINING_DTYPES``)."""
-    return TRAINING_DTYPES[canonical("dtype", name, TRAINING_DTYPES, DTYPE_ALIASES)]
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -79,6 +56,8 @@ class Plan:
     the GPUs are dp x tp x pp x cp, the batch still dp x micro_batch x m. ``ep`` splits an MoE
     model's routed experts over ep of the dp x cp ranks (expert parallelism inside the data-
     parallel domain, Megatron-Core's expert grid: ``parlab.layout``); ep must divide dp x cp.
+    ``fp8_recipe`` names the FP8 recipe of a ``dtype="fp8"`` plan (``specs.fp8.FP8_RECIPES``;
+    None: TransformerEngine's default, delayed scaling) and must be None for any other dtype.
 
     Names are normalised where they enter: ``schedule="GPipe"`` is ``"gpipe"``, ``dtype="mixed"``
     is ``"bf16"`` with 16-bit gradients (any spelling of ``TRAINING_DTYPES``), so every spelling
@@ -104,6 +83,7 @@ class Plan:
     cp: int = 1
     ep: int = 1
     cp_impl: str = "ring"
+    fp8_recipe: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "micro_batch", "chunks"):
@@ -128,6 +108,8 @@ class Plan:
                 and self.fp32_grads is False):
             raise ValueError(f"dtype {spelled!r} means fp32 gradients; fp32_grads=False contradicts it")
         _set(self, "dtype", compute)
+        if compute == "fp8" or self.fp8_recipe is not None:
+            _set(self, "fp8_recipe", fp8_recipe_of(compute, self.fp8_recipe))
         _set(self, "fp32_grads", fp32_grads if self.fp32_grads is None else bool(self.fp32_grads))
         _set(self, "zero3_impl", canonical("zero3_impl", self.zero3_impl, ZERO3_IMPLS))
         if self.cp_impl not in CP_IMPLS:
@@ -217,6 +199,8 @@ class Plan:
         ``fp32_grads`` takes that dtype's default gradient precision."""
         if "dtype" in changes and "fp32_grads" not in changes:
             changes["fp32_grads"] = None
+        if "dtype" in changes and "fp8_recipe" not in changes:
+            changes["fp8_recipe"] = None
         return replace(self, **changes)
 
     def describe(self) -> str:
@@ -237,7 +221,7 @@ class Plan:
         default = training_dtype(self.dtype)[2]  # bf16: fp32 gradients; fp16: 16-bit ones
         grads = "" if self.dtype == "fp32" or self.fp32_grads == default else (
             "+fp32 grads" if self.fp32_grads else "+16-bit grads")
-        parts += [self.dtype + grads]
+        parts += [self.dtype + (f"({self.fp8_recipe})" if self.fp8_recipe else "") + grads]
         return " ".join(parts)
 
 
@@ -268,6 +252,8 @@ def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
                          f"{plan.pp} x {plan.chunks} = {plan.pp * plan.chunks} (Megatron-LM)")
     if plan.dtype == "bf16" and not cluster.gpu.bf16:
         raise ValueError(f"{cluster.gpu.name} has no bf16 tensor cores; use dtype fp16 or fp32")
+    if plan.dtype == "fp8":
+        cluster.gpu.check_fp8(get_fp8_recipe(plan.fp8_recipe).mx)
     check_cp_ep(model, plan)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from parlab.costmodel.plan.comm_5d import cp_micro_batch_time, ep_micro_batch_time
+from parlab.costmodel.plan.fp8 import fp8_matmuls, zero3_fp8_gather_bytes
 from parlab.costmodel.plan.spec import Plan
 from parlab.costmodel.pricing.collectives import group_link, ring_time
 from parlab.costmodel.pricing.layer_flops import layer_forward_flops, logit_forward_flops
@@ -141,6 +142,8 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
         flops += L * 2 * b * s * s * h / t / cp
     f["peak"] = cluster.gpu.peak_flops("fp32" if plan.dtype == "fp32" else "half")
     f["flops_mb"], f["t_mm_mb"] = flops, flops / (f["peak"] * a.matmul_efficiency)
+    if plan.dtype == "fp8":  # the linear layers' GEMMs at the FP8 peak, the rest as before
+        fp8_matmuls(model, cluster, plan, a, f, stage_layer_flops(model, plan, "last"))
     f["stored"] = _mean_layer_activations(model, plan)
     scores = attention_score_bytes(model, b, t) / cp  # the score bytes that selective recompute redoes
     f["traffic_mb"] = a.elementwise_traffic * L * (f["stored"] * (1 + 2 + full) + (scores if selective else 0))
@@ -222,14 +225,16 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
         f["zero3_groups"], f["zero3_gathers"] = G, 2
         bw = zero3_bandwidth(cluster, dl.bandwidth, spans["dp"].crosses_nodes)
         f["bw"]["dp"] = bw
-        ag = ring_time("all_gather", f["weight_bytes"] / G, dp, bw, dl.latency)
+        gathered = f["weight_bytes"] if plan.dtype != "fp8" else zero3_fp8_gather_bytes(model, plan, P)
+        ag = ring_time("all_gather", gathered / G, dp, bw, dl.latency)
         rs = ring_time("reduce_scatter", f["grad_comm_bytes"] / G, dp, bw, dl.latency)
         f["zero3_latency"] = 3 * G * (dp - 1) * dl.latency  # ring: (dp - 1) alpha each
         impl = {"deepspeed": "DeepSpeed stage 3: one parameter group per linear module",
                 "fsdp": "FSDP: one unit per block"}[plan.zero3_impl]
         f["dp_ops"] = (f"2 all-gathers of the weights (forward; backward, which also serves a recompute) + "
                        f"1 reduce-scatter of the gradients per micro-batch, each as "
-                       f"{plural(G, 'collective')} ({impl}) at most one port's bandwidth")
+                       f"{plural(G, 'collective')} ({impl}) at most one port's bandwidth"
+                       + ("; the linear weights gathered in FP8" if gathered < f["weight_bytes"] else ""))
         comm = m * G * (2 * ag + rs)
         exposed = (m * zero3_exposed(ag, rs, compute_mb / passes / G, G, passes - 1, a) if a.dp_overlap
                    else comm)

@@ -5,6 +5,7 @@ TP / CP / EP terms of one transformer layer. Imports only ``specs``.
     layer_flops.py      one layer's and one step's matmul FLOPs (model and hardware FLOPs)
     params.py           parameters one GPU holds under TP and PP
     memory.py           model states per parameter, activations per layer (Korthikanti et al. 2022)
+    fp8.py              FP8 training: the FLOPs in FP8, the FP8 weight copies, FP8 all-gather bytes
     alphabeta.py        alpha-beta costs of ring, tree and direct collectives (Thakur et al. 2005)
     trees.py            NCCL's double binary tree
     collectives.py      a collective's time on a cluster's links

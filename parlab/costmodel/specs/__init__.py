@@ -10,9 +10,10 @@
                     published totals their counts are checked against
     hf_config.py    from_hf_config: a Hugging Face config.json as a ModelSpec (no network)
     catalogue.py    MODELS and get_model: every preset by name, a size such as 7B, or a config.json
-    hardware.py     GPUs (peak FLOP/s, HBM)
-    links.py        interconnects (NVLink, InfiniBand, Ethernet)
+    hardware.py     GPUs (peak FLOP/s by dtype, FP8 and MXFP8 where the silicon has them, HBM, own link)
+    links.py        interconnects (NVLink 2-5, Infinity Fabric, PCIe, InfiniBand, Ethernet/RoCE)
     cluster.py      a cluster: GPUs per node, the links inside and between nodes
+    fp8.py          the FP8 recipes, per tensor (TE delayed/current, DeepSeek-V3 blockwise, MXFP8)
     assumptions.py  the efficiencies and overlaps the model assumes
     bands.py        the model's error bands and the verdict a margin gets
 

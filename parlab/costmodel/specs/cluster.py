@@ -86,33 +86,65 @@ class Cluster:
         return f"{head}, {self.nics_per_node} x {self.inter.name} ({self.inter.gbit:.3g} Gb/s) between nodes"
 
 
-#: named cluster kinds: (gpu, gpus per node, intra link, inter link, NICs per node)
+#: named cluster kinds: (gpu, gpus per node, intra link, inter link, NICs per node). A "node" is
+#: one intra-node link domain: 72 GPUs for the GB200 NVL72 rack.
 CLUSTERS: dict[str, tuple[str, int, str, str, int]] = {
     "dgx-a100": ("a100-80gb", 8, "nvlink3-a100", "ib-hdr", 8),  # Selene, Megatron-LM 2021
     "dgx-a100-40gb": ("a100-40gb", 8, "nvlink3-a100", "ib-hdr", 8),
     "a800-hdr": ("a800-80gb", 8, "nvlink3-a800", "ib-hdr", 4),
     "dgx-h100": ("h100-sxm", 8, "nvlink4-h100", "ib-ndr", 8),
-    "h800-ndr": ("h100-sxm", 8, "nvlink4-h800", "ib-ndr", 8),
+    # DeepSeek-V3's cluster (tech report, Sec. 3.1 and 3.2.2): 2,048 H800s, 8 per node on NVLink
+    # (160 GB/s achieved of 200) and one 400 Gb/s InfiniBand port per GPU (50 GB/s)
+    "h800-ndr": ("h800", 8, "nvlink4-h800", "ib-ndr", 8),
+    "h800-roce": ("h800", 8, "nvlink4-h800", "400gbe", 8),  # China market: RoCE v2 instead of IB
+    "h20-roce": ("h20", 8, "nvlink4-h100", "400gbe", 8),
+    "dgx-h200": ("h200", 8, "nvlink4-h100", "ib-ndr", 8),
+    "dgx-b200": ("b200", 8, "nvlink5", "ib-ndr", 8),  # DGX B200 datasheet: 8 x ConnectX-7 400 Gb/s
+    # GB200 NVL72: 72 GPUs in one NVLink 5 domain (NVIDIA datasheet); one ConnectX-7 400 Gb/s port
+    # per GPU as DGX GB200 is described (not verified here: XDR 800 Gb/s ports are also sold)
+    "gb200-nvl72": ("gb200", 72, "nvlink5", "ib-ndr", 72),
+    "mi300x-roce": ("mi300x", 8, "infinity-fabric-mi300x", "400gbe", 8),  # AMD MI300X platform, 8 OAMs
     "pcie-25gbe": ("a100-80gb", 8, "pcie4", "25gbe", 1),
     "pcie-10gbe": ("a100-80gb", 8, "pcie4", "10gbe", 1),  # the guide's "commodity" cluster (1.18, 1.19)
+    # the guide's 平民 ("commoner") box: 8 RTX 4090s on PCIe 4.0 (no NVLink; GeForce cards are not
+    # sold with GPU peer-to-peer, so the ring passes through host memory: pcie4's 0.75 efficiency is
+    # generous) and one 10 GbE port
+    "rtx4090-10gbe": ("rtx4090", 8, "pcie4", "10gbe", 1),
 }
 _CLUSTER_ALIASES = {"selene": "dgx-a100", "dgx": "dgx-a100", "commodity": "pcie-10gbe",
-                    "poor": "pcie-10gbe"}
+                    "poor": "pcie-10gbe", "deepseek-v3": "h800-ndr", "h800": "h800-ndr", "h20": "h20-roce",
+                    "nvl72": "gb200-nvl72", "gb200": "gb200-nvl72",
+                    "mi300x": "mi300x-roce", "4090": "rtx4090-10gbe", "rtx4090": "rtx4090-10gbe",
+                    "commoner": "rtx4090-10gbe"}
 
 
-def make_cluster(kind: str = "dgx-a100", n_gpus: int = 8, *, gpu: str | GPUSpec | None = None,
+def own_intra(kind: str, gpu: GPUSpec) -> str:
+    """The intra-node link of a ``kind`` cluster built with ``gpu``: the kind's own link when
+    ``gpu`` is the kind's GPU, or when the kind is a PCIe box (a PCIe server stays one whatever card
+    it holds); else, in an NVLink (or Infinity Fabric) kind, the link ``gpu`` itself brings
+    (``GPUSpec.intra``: an H100 in a DGX A100's place brings NVLink 4, not the A100's NVLink 3)."""
+    g, _, intra, _, _ = CLUSTERS[kind]
+    if gpu.name == g or intra.startswith("pcie") or not gpu.intra:
+        return intra
+    return gpu.intra
+
+
+def make_cluster(kind: str | None = None, n_gpus: int = 8, *, gpu: str | GPUSpec | None = None,
                  gpus_per_node: int | None = None, intra: str | LinkSpec | None = None,
                  inter: str | LinkSpec | None = None, nics_per_node: int | None = None) -> Cluster:
-    """A cluster of a named kind (``CLUSTERS``) with ``n_gpus`` GPUs; any field can be overridden.
+    """A cluster of a named kind (``CLUSTERS``; None: 'dgx-a100') with ``n_gpus`` GPUs; any field
+    can be overridden.
 
     An override of None keeps the preset's value; any other value is checked (0 GPUs per node is
-    an error, not "the preset's")."""
-    key = canonical("cluster", kind, CLUSTERS, _CLUSTER_ALIASES)
+    an error, not "the preset's"). A ``gpu`` other than the kind's brings its own intra-node link
+    unless ``intra`` is given (``own_intra``)."""
+    key = canonical("cluster", "dgx-a100" if kind is None else kind, CLUSTERS, _CLUSTER_ALIASES)
     g, per_node, intra_name, inter_name, nics = CLUSTERS[key]
     if gpus_per_node is not None:
         per_node = positive("gpus_per_node", gpus_per_node, integer=True)
     if nics_per_node is not None:
         nics = positive("nics_per_node", nics_per_node, integer=True)
-    return Cluster(get_gpu(g if gpu is None else gpu), gpu_count("n_gpus", n_gpus), per_node,
-                   get_link(intra_name if intra is None else intra), get_link(inter_name if inter is None else inter),
-                   nics, name=key)
+    card = get_gpu(g if gpu is None else gpu)
+    return Cluster(card, gpu_count("n_gpus", n_gpus), per_node,
+                   get_link(own_intra(key, card) if intra is None else intra),
+                   get_link(inter_name if inter is None else inter), nics, name=key)

@@ -74,12 +74,20 @@ class LinkSpec:
         return self.bandwidth / GBYTE
 
 
-_NVLINK_SRC = ("NVIDIA datasheets: NVLink 2/3/4 links carry 25 GB/s per direction each; V100 has 6, "
-               "A100 12, A800/H800 8, H100 18. Efficiency 0.8: nccl-tests all_reduce bus bandwidth "
-               "on an 8-GPU NVSwitch node is ~230-240 GB/s of the 300 GB/s line rate (A100)")
+_NVLINK_SRC = ("NVIDIA datasheets: NVLink 2/3/4 links carry 25 GB/s per direction each, NVLink 5 links 50; "
+               "V100 has 6, A100 12, A800/H800 8, H100/H200/H20 18, B200/GB200 18 (NVLink 5). Efficiency 0.8: "
+               "nccl-tests all_reduce bus bandwidth on an 8-GPU NVSwitch node is ~230-240 GB/s of the "
+               "300 GB/s line rate (A100); DeepSeek-V3's report (Sec. 3.2.2) measures 160 GB/s of the "
+               "H800's 200, the same 0.8")
+_IF_SRC = ("AMD Instinct MI300X datasheet: 7 Infinity Fabric links per GPU, 128 GB/s each counting both "
+           "directions (64 one way), fully connecting 8 GPUs; 448 GB/s one way over all 7, which only "
+           "collectives spread over every peer reach (RCCL). Efficiency 0.7 is an assumption, not a "
+           "measurement checked here")
 _IB_SRC = ("InfiniBand HDR/NDR/XDR: 200/400/800 Gb/s per port per direction (one port per GPU on "
            "DGX nodes); efficiency 0.9 of line rate for large NCCL transfers")
 _ETH_SRC = "IEEE 802.3 line rates; efficiency 0.9 (TCP/RoCE goodput), latency of a TCP/socket hop"
+_ROCE_SRC = ("IEEE 802.3 400GBASE line rate, one 400 Gb/s RoCE v2 NIC per GPU (ConnectX-7 class, the "
+             "China-market H800/H20 clusters); efficiency 0.9 and latency as InfiniBand's, an assumption")
 
 LINKS: dict[str, LinkSpec] = {
     link.name: link
@@ -94,6 +102,10 @@ LINKS: dict[str, LinkSpec] = {
                  "900 GB/s (18 links x 25 GB/s x 2 directions)", _NVLINK_SRC),
         LinkSpec("nvlink4-h800", gbyte_per_s(200), 2 * US, 0.8,
                  "400 GB/s (8 links x 25 GB/s x 2 directions; export version of the H100)", _NVLINK_SRC),
+        LinkSpec("nvlink5", gbyte_per_s(900), 2 * US, 0.8,
+                 "1.8 TB/s (18 links x 50 GB/s x 2 directions; B200, GB200 NVL72)", _NVLINK_SRC),
+        LinkSpec("infinity-fabric-mi300x", gbyte_per_s(448), 3 * US, 0.7,
+                 "896 GB/s (7 links x 64 GB/s x 2 directions; MI300X)", _IF_SRC),
         LinkSpec("pcie3", gbyte_per_s(15.75), 3 * US, 0.75,
                  "PCIe 3.0 x16: 16 GB/s per direction (\"32 GB/s\" counting both)",
                  "PCI-SIG: 8 GT/s x 16 lanes, 128b/130b; efficiency 0.75 through the host bridge"),
@@ -107,6 +119,8 @@ LINKS: dict[str, LinkSpec] = {
         LinkSpec("25gbe", gbit_per_s(25), 20 * US, 0.9, "25 Gb/s Ethernet = 3.1 GB/s per direction", _ETH_SRC),
         LinkSpec("100gbe", gbit_per_s(100), 10 * US, 0.9, "100 Gb/s Ethernet (RoCE) = 12.5 GB/s per direction",
                  _ETH_SRC),
+        LinkSpec("400gbe", gbit_per_s(400), 5 * US, 0.9, "400 Gb/s Ethernet (RoCE v2) = 50 GB/s per direction",
+                 _ROCE_SRC),
         LinkSpec("ib-hdr", gbit_per_s(200), 5 * US, 0.9, "InfiniBand HDR 200 Gb/s = 25 GB/s per direction",
                  _IB_SRC),
         LinkSpec("ib-ndr", gbit_per_s(400), 5 * US, 0.9, "InfiniBand NDR 400 Gb/s = 50 GB/s per direction",
@@ -118,6 +132,8 @@ LINKS: dict[str, LinkSpec] = {
 
 _LINK_ALIASES = {"nvlink": "nvlink3-a100", "nvlink3": "nvlink3-a100", "nvlink2": "nvlink2-v100",
                  "nvlink4": "nvlink4-h100", "nvlink-a800": "nvlink3-a800", "nvlink-h800": "nvlink4-h800",
+                 "nvlink5-b200": "nvlink5", "nvlink-b200": "nvlink5", "infinity-fabric": "infinity-fabric-mi300x",
+                 "xgmi": "infinity-fabric-mi300x", "roce": "400gbe", "roce-400": "400gbe", "400g": "400gbe",
                  "pcie": "pcie4", "hdr": "ib-hdr", "ndr": "ib-ndr", "xdr": "ib-xdr", "ib": "ib-hdr",
                  "ib-200": "ib-hdr", "ib-400": "ib-ndr", "ib-800": "ib-xdr", "800g": "ib-xdr",
                  "10g": "10gbe", "25g": "25gbe", "100g": "100gbe"}

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from parlab.costmodel.plan.memory.activations import StageActivations, stage_activations
 from parlab.costmodel.plan.memory.zero import zero3_gathered_params, zero_model_states
 from parlab.costmodel.plan.spec import Plan
+from parlab.costmodel.pricing.fp8 import fp8_weight_bytes, stage_linear_params
 from parlab.costmodel.pricing.memory import ModelStateMemory, get_precision
-from parlab.costmodel.pricing.params import stage_params
+from parlab.costmodel.pricing.params import stage_layers, stage_params
 from parlab.costmodel.specs.assumptions import Assumptions
+from parlab.costmodel.specs.fp8 import get_fp8_recipe
 from parlab.costmodel.specs.models import ModelSpec
 
 
@@ -62,6 +64,7 @@ class StageMemory:
     buffers: float
     cpu: float
     step_grads: float = 0.0
+    fp8_weights: float = 0.0  # of ``weights``: an FP8 plan's FP8 weight copies and scales
 
     @property
     def step_extra(self) -> float:
@@ -112,6 +115,8 @@ def stage_memory(model: ModelSpec, plan: Plan, stage: str, assumptions: Assumpti
     cpu = 0.0
     if plan.zero == 3:  # what the implementation holds gathered in full (zero3_gathered_params)
         weights += zero3_gathered_params(model, plan.tp, plan.zero3_impl) * get_precision(plan.precision).weight
+    fp8 = fp8_stage_weights(model, plan, stage, params) if plan.dtype == "fp8" else 0.0
+    weights += fp8
     if plan.offload != "none":
         cpu, optimizer = optimizer + 4.0 * shard, 0.0  # + the fp32 gradients of the shard
         if plan.zero >= 2:
@@ -123,4 +128,15 @@ def stage_memory(model: ModelSpec, plan: Plan, stage: str, assumptions: Assumpti
     step_grads = fp32_gradient_copy(shard, plan)
     rest = weights + grads + optimizer + acts.total + max(0.0, step_grads - acts.total)
     buffers = assumptions.runtime_bytes + assumptions.fragmentation * rest
-    return StageMemory(stage, params, weights, grads, optimizer, acts, buffers, cpu, step_grads)
+    return StageMemory(stage, params, weights, grads, optimizer, acts, buffers, cpu, step_grads, fp8)
+
+
+def fp8_stage_weights(model: ModelSpec, plan: Plan, stage: str, params: float) -> float:
+    """Bytes of an FP8 plan's FP8 weight copies and scales on one GPU (``pricing.fp8``): of the
+    stage's linear weights, or with ZeRO-3 of the weights gathered at the peak only (the shard is
+    cast when it is gathered; FSDP2 casts before gathering: torchao float8 README)."""
+    recipe = get_fp8_recipe(plan.fp8_recipe)
+    layers = stage_layers(model, plan.pp)
+    if plan.zero == 3:
+        return fp8_weight_bytes(zero3_gathered_params(model, plan.tp, plan.zero3_impl), layers, recipe)
+    return fp8_weight_bytes(stage_linear_params(model, params, plan.tp, plan.pp, stage), layers, recipe)
