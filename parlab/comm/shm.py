@@ -14,7 +14,9 @@ rings of ``capacity`` bytes, one per ordered pair; then (local backend) two *win
 ``capacity`` bytes per rank, which every rank may read: the ``shm_direct`` all-reduce stages its
 chunks there (``parlab.comm.direct``). Rank r's barrier counter for it is slot BARRIER of the
 unused diagonal line (r, r); the line's other slots carry what ``shm_direct`` tells the peers
-about the rank's own memory (its pid, where its buffer is: ``Arena.line``).
+about the rank's own memory (its pid, where its buffer is: ``Arena.line``). After the lines,
+``RECORDS`` signature records per rank: the signature of each ``shm_direct`` collective the rank
+enters, which its peers compare with their own before they touch its bytes (``Arena.records``).
 """
 
 from __future__ import annotations
@@ -39,8 +41,12 @@ STATE_NAMES = ("starting", "running its own code", "in", "waiting in", "finishin
 LINE = 64  # bytes per read position: one cache line each, so no two ranks write the same line
 
 
+RECORDS, RECORD = 4, 16  # signature records per rank, int64 each (by shm_direct collective, in turn)
+
+
 def _header_size(world_size: int) -> int:
-    return -(-(world_size * STATUS_FIELDS * 8 + world_size * world_size * LINE) // PAGE) * PAGE
+    n = world_size
+    return -(-(n * STATUS_FIELDS * 8 + n * n * LINE + n * RECORDS * RECORD * 8) // PAGE) * PAGE
 
 
 BARRIER = 4  # slot of line (r, r): rank r's shm_direct barrier generation
@@ -78,6 +84,8 @@ class Arena:
         n, s = world_size, world_size * STATUS_FIELDS * 8
         self.status = buf[:s].view(np.float64).reshape(n, STATUS_FIELDS)
         self._read = buf[s:s + n * n * LINE].view(np.int64).reshape(n, n, LINE // 8)
+        s += n * n * LINE
+        self._records = buf[s:s + n * RECORDS * RECORD * 8].view(np.int64).reshape(n, RECORDS, RECORD)
         self._rings = buf[_header_size(n):]
 
     def read_pos(self, src: int, dst: int) -> np.ndarray:
@@ -105,8 +113,12 @@ class Arena:
         is its barrier counter; ``parlab.comm.direct`` names the others."""
         return self._read[rank, rank]
 
+    def records(self, rank: int) -> np.ndarray:
+        """Rank ``rank``'s (RECORDS, RECORD) int64 signature records: it writes, every rank reads."""
+        return self._records[rank]
+
     def close(self) -> None:
-        self.status = self._rings = self._read = None
+        self.status = self._rings = self._read = self._records = None
         try:
             self._map.close()
         except BufferError:  # a view is still alive somewhere; the kernel frees it at exit
