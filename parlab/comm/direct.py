@@ -47,16 +47,13 @@ from collections.abc import Callable
 import numpy as np
 
 from . import arrays as A
-from . import single_copy
+from . import single_copy, tuning
 from .agreement import ABORT, Agreement
 from .algorithms import block_bounds, slices
 from .message import Header
 from .shm import BARRIER, Arena, Status
 from .waiting import WaitPolicy, futex_wait, futex_wake, futex_word
 
-CHUNK_BYTES = int(os.environ.get("PARLAB_DIRECT_CHUNK", 2 << 20))  # bytes of x per chunk (<= capacity)
-# slots in turn (at most): few, so that every rank's slots stay in the last-level cache
-SLOTS = int(os.environ.get("PARLAB_DIRECT_SLOTS", 2))
 PUMP_S = 1e-3  # a rank asleep on a counter wakes this often to push its pending sends
 # slots of a rank's own line (``Arena.line``; BARRIER is its counter), for single-copy reads
 PID, PROBE_ADDR, PROBE_OK, DATA_ADDR, DATA_BYTES = 0, 1, 2, 3, 5
@@ -72,8 +69,11 @@ class Direct:
         self.rank, self.n, self.arena, self.status = rank, arena.world_size, arena, status
         self.pump = pump  # the engine's pending sends move on while this rank waits here
         self.policy = policy or WaitPolicy(self.n)  # spin first, or sleep at once (waiting.py)
-        self.slot_bytes = min(arena.capacity, CHUNK_BYTES)
-        per_window = max(1, min(arena.capacity // self.slot_bytes, SLOTS // 2))
+        # bytes of x per chunk (<= capacity), and slots in turn (at most): few, so that every
+        # rank's slots stay in the last-level cache (PARLAB_DIRECT_CHUNK, _SLOTS: tuning.py)
+        tune = tuning.read()
+        self.slot_bytes = min(arena.capacity, tune.direct_chunk)
+        per_window = max(1, min(arena.capacity // self.slot_bytes, tune.direct_slots // 2))
         self.slots = [[arena.window(r, k)[i * self.slot_bytes:(i + 1) * self.slot_bytes]
                        for k in (0, 1) for i in range(per_window)] for r in range(self.n)]
         self.counts = [arena.barrier_count(r) for r in range(self.n)]

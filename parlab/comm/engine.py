@@ -23,7 +23,6 @@ order; a receive for one group moves earlier messages of other groups to private
 from __future__ import annotations
 
 import os
-import platform
 import select
 import socket
 import struct
@@ -34,6 +33,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import arrays as A
+from . import tuning
 from .errors import PeerGone, UnreceivedMessage
 from .message import HEADER_LEN, Header, Signature
 from .shm import EXITING, Arena, Status
@@ -49,8 +49,7 @@ H, D, C, E = 1, 2, 3, 4  # E: "my function has returned; nothing more this run" 
 # in shared memory, after reading, without a barrier; the sender reads it when it needs room.
 # Elsewhere (arm64) positions also travel as C frames, whose system calls order memory.
 # (PARLAB_SHARED_POSITIONS=0 forces the frames, to test that path on x86.)
-_X86 = platform.machine().lower() in ("x86_64", "amd64")
-SHARED_POSITIONS = os.environ.get("PARLAB_SHARED_POSITIONS", "1" if _X86 else "0") == "1"
+SHARED_POSITIONS = tuning.read().shared_positions
 _HEADER = struct.Struct(f"<{HEADER_LEN}q")
 _HEADER_BYTES = _HEADER.size
 STALL_S = 0.05  # a rank waiting for a message looks this often whether its peer is elsewhere
