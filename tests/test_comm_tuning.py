@@ -48,3 +48,33 @@ def test_the_smallest_chunk_allowed_still_reduces_correctly(monkeypatch):
     got = launch(smallest_chunks, 3)
     want = sum(np.arange(3 * 1000, dtype=np.complex128) + r for r in range(3)).tobytes()
     assert got == [want] * 3
+
+
+FSIZE_SCRIPT = """
+import resource, signal, sys
+from parlab.comm import launch
+signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # a file grown past the limit would kill us
+resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))  # ulimit -f 8
+try:
+    launch(lambda comm: comm.rank, 2)
+except OSError as err:
+    print(type(err).__name__, err)
+"""
+
+
+def test_a_file_size_limit_below_the_arena_is_one_line_naming_it():
+    """``ulimit -f 8`` (attack review F13): refused before the arena grows, not a raw EFBIG (or a
+    SIGXFSZ death, where the signal is not ignored)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root, "PARLAB_ZYGOTE": "0"}
+    done = subprocess.run([sys.executable, "-c", FSIZE_SCRIPT], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("OSError [Errno 27] the launch's shared-memory arena needs")
+    assert "RLIMIT_FSIZE, `ulimit -f`" in lines[0] and "raise the limit" in lines[0]

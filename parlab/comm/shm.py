@@ -21,10 +21,16 @@ enters, which its peers compare with their own before they touch its bytes (``Ar
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import secrets
 import time
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not POSIX
+    resource = None
 
 import numpy as np
 
@@ -56,8 +62,21 @@ def arena_size(world_size: int, capacity: int) -> int:
     return _header_size(world_size) + (world_size * (world_size - 1) + 2 * world_size) * capacity
 
 
+def _too_big(size: int, limit: int) -> OSError:
+    return OSError(errno.EFBIG, f"the launch's shared-memory arena needs {size} bytes but this "
+                   f"process may not make a file larger than {limit} bytes (RLIMIT_FSIZE, "
+                   f"`ulimit -f`): raise the limit (`ulimit -f unlimited`) or pass a smaller "
+                   f"capacity= or fewer ranks")
+
+
 def create_fd(size: int) -> int:
-    """An anonymous shared-memory file of ``size`` bytes (zero pages, allocated on first touch)."""
+    """An anonymous shared-memory file of ``size`` bytes (zero pages, allocated on first touch).
+    A file-size limit (RLIMIT_FSIZE) below it is refused before the file grows (growing past it
+    raises SIGXFSZ, which kills a process that does not ignore it) with one OSError line."""
+    size = max(size, PAGE)
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0] if resource else -1
+    if 0 <= limit < size:  # RLIM_INFINITY is -1 here
+        raise _too_big(size, limit)
     name = f"parlab-{os.getpid()}-{secrets.token_hex(6)}"
     if hasattr(os, "memfd_create"):
         fd = os.memfd_create(name, 0)
@@ -67,7 +86,12 @@ def create_fd(size: int) -> int:
         fd = _posixshmem.shm_open("/" + name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
         _posixshmem.shm_unlink("/" + name)
     try:
-        os.ftruncate(fd, max(size, PAGE))
+        os.ftruncate(fd, size)
+    except OSError as err:
+        os.close(fd)
+        if err.errno == errno.EFBIG:
+            raise _too_big(size, limit) from None
+        raise
     except BaseException:
         os.close(fd)
         raise
