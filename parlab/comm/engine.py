@@ -52,6 +52,7 @@ H, D, C, E = 1, 2, 3, 4  # E: "my function has returned; nothing more this run" 
 SHARED_POSITIONS = tuning.read().shared_positions
 _HEADER = struct.Struct(f"<{HEADER_LEN}q")
 _HEADER_BYTES = _HEADER.size
+HISTORY = 64  # collectives remembered per rank (``Engine.signed``)
 STALL_S = 0.05  # a rank waiting for a message looks this often whether its peer is elsewhere
 
 
@@ -113,6 +114,9 @@ class Engine:
             self.direct = Direct(rank, arena, status, self.push_pending, self.policy, self.queued)
         self.links: dict[int, _Link] = {}
         self.private_copies = 0  # sends that did not fit in their ring at once
+        # (ctx, signature code) of this run's latest collectives, to name a message left over
+        # from a collective this rank called otherwise (``_unreceived``)
+        self.signed: deque[tuple[int, tuple[int, ...]]] = deque(maxlen=HISTORY)
         self.poller = select.poll()
         self.by_fd: dict[int, _Link] = {}
         for peer, sock in socks.items():
@@ -394,6 +398,10 @@ class Engine:
         for link in self.links.values():
             if link.incoming:
                 m = link.incoming[0]
+                ctx, code = m.header.ctx, m.header.sig
+                for mine in (c for x, c in self.signed if x == ctx and c[1] == code[1] and code[0]):
+                    # the peer sent it in a collective this rank also called, with other arguments
+                    Signature.decode(mine).check(code, self.rank, link.peer)
                 raise UnreceivedMessage(
                     f"rank {self.rank} returned from its function, but rank {link.peer} had sent it "
                     f"{len(link.incoming)} message(s) it never received, the first from "

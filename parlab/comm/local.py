@@ -75,7 +75,13 @@ class LocalCommunicator(Communicator):
     def close(self) -> None:
         self._engine.close()
 
+    def _check_signature(self, sig, nbytes: int) -> None:
+        """Remember the collective (``Engine.signed``): a message of the same one left unreceived
+        at the end is then named as the mismatch it is."""
+        self._engine.signed.append((self.ctx, sig.code))
+
     def fresh(self) -> LocalCommunicator:
+        self._engine.signed.clear()  # a new run: sequence numbers start anew
         return LocalCommunicator(self.rank, self.ranks, 0, self._status, time.monotonic(), self._engine)
 
     def end_run(self) -> None:
