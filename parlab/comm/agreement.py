@@ -31,6 +31,7 @@ from .message import SIGNATURE_LEN, Header, Signature
 from .shm import RECORD, RECORDS
 
 ABORT = (1 << 62) + 1  # a counter past every chunk: "a mismatch: stop waiting for me"
+STALL_S = 0.02  # seconds of waiting for a peer's counter before looking at what the peer is doing
 assert 1 + SIGNATURE_LEN <= RECORD
 
 

@@ -48,7 +48,7 @@ import numpy as np
 
 from . import arrays as A
 from . import single_copy, tuning
-from .agreement import ABORT, Agreement
+from .agreement import ABORT, STALL_S, Agreement
 from .algorithms import block_bounds, slices
 from .message import Header
 from .shm import BARRIER, Arena, Status
@@ -98,7 +98,8 @@ class Direct:
         short spin where the ranks have cores to spare (``WaitPolicy``), else asleep on the
         counter until its owner wakes us."""
         budget = self.policy.budget()
-        spin_until = time.perf_counter() + budget
+        now = time.perf_counter()
+        spin_until, stall_at = now + budget, now + STALL_S
         hit = True
         for r in range(self.n) if ranks is None else ranks:
             count = self.counts[r]
@@ -112,7 +113,8 @@ class Direct:
                         os.sched_yield()
                     else:
                         hit = False
-                        self.agreement.stalled(r)  # waited long: is r in another collective?
+                        if time.perf_counter() > stall_at:  # waited long: is r elsewhere?
+                            self.agreement.stalled(r)
                         futex_wait(self.words[r], seen, PUMP_S)
                 self.status.working()
             if seen >= ABORT:  # r found a mismatch and will not come
