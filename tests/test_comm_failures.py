@@ -257,11 +257,11 @@ def disagree_on_root(comm):
     return comm.broadcast(np.array([comm.rank]), src=comm.rank)  # each rank thinks it is the root
 
 
-@pytest.mark.parametrize("backend, exc_type", [("local", "UnreceivedMessage"), ("torch", "CollectiveMismatch")])
-def test_ranks_that_disagree_on_the_root_fail_instead_of_each_keeping_its_own_data(backend, exc_type):
+@pytest.mark.parametrize("backend", ["local", "torch"])
+def test_ranks_that_disagree_on_the_root_fail_instead_of_each_keeping_its_own_data(backend):
     with pytest.raises(RankError, match=r"broadcast #0 \(shape \(1,\), int64, root \d") as err:
         launch(disagree_on_root, 3, backend=backend)
-    assert err.value.exc_type == exc_type
+    assert err.value.exc_type == "CollectiveMismatch"  # the message left over names the mismatch
     nothing_left()
 
 

@@ -38,6 +38,29 @@ def test_a_forked_rank_is_a_fresh_worker_with_the_callers_cwd_and_environment(tm
     assert ranks[0]["draw"] != ranks[1]["draw"], "numpy's global random state was copied by the fork"
 
 
+def where(comm):
+    return {"ppid": os.getppid(), "cwd": os.readlink("/proc/self/cwd"),
+            "big": [len(os.environ.get(f"PARLAB_ZYGOTE_BIG{i}", "")) for i in range(3)]}
+
+
+def test_a_launch_from_a_deleted_directory_or_with_a_300_kb_environment_goes_through_the_zygote(
+        tmp_path, monkeypatch):
+    """Attack review F3: the caller's working directory travels as a descriptor (a deleted one
+    was a raw FileNotFoundError from os.getcwd()), its environment as what differs from the
+    zygote's (300 KB did not fit one request: EMSGSIZE, zygote discarded, a cold start)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    for i in range(3):
+        monkeypatch.setenv(f"PARLAB_ZYGOTE_BIG{i}", "x" * 100_000)
+    ranks = launch(where, 2) + launch(where, 2)  # a zygote started here, then warm
+    for r in ranks:
+        assert r["ppid"] in zygote.pids(), "the rank was not forked by the zygote"
+        assert r["cwd"] == f"{gone} (deleted)"
+        assert r["big"] == [100_000] * 3
+
+
 def held(comm):
     """The kinds of descriptor this rank holds, by number ("socket", "pipe", "/dev/null", ...)."""
     out = {}

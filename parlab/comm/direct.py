@@ -31,6 +31,11 @@ Where the kernel lets a rank read its peers' memory (``parlab.comm.single_copy``
 and every peer copies it straight into its own, one copy instead of two (Open MPI's
 single-copy path for large messages does the same). The ranks try it once per world, all
 together, and keep the windows if any of them cannot.
+
+Before a rank touches a peer's bytes it compares the peer's signature with its own, as the
+message path does: each collective's signature sits in the arena (``agreement``), so a call
+whose ranks disagree on dtype, shape, op, root or algorithm raises ``CollectiveMismatch`` on
+every rank that depends on the odd one, instead of reinterpreting bytes or waiting for ever.
 """
 
 from __future__ import annotations
@@ -42,15 +47,13 @@ from collections.abc import Callable
 import numpy as np
 
 from . import arrays as A
-from . import single_copy
+from . import single_copy, tuning
+from .agreement import ABORT, STALL_S, Agreement
 from .algorithms import block_bounds, slices
-from .errors import CollectiveMismatch
+from .message import Header
 from .shm import BARRIER, Arena, Status
 from .waiting import WaitPolicy, futex_wait, futex_wake, futex_word
 
-CHUNK_BYTES = int(os.environ.get("PARLAB_DIRECT_CHUNK", 2 << 20))  # bytes of x per chunk (<= capacity)
-# slots in turn (at most): few, so that every rank's slots stay in the last-level cache
-SLOTS = int(os.environ.get("PARLAB_DIRECT_SLOTS", 2))
 PUMP_S = 1e-3  # a rank asleep on a counter wakes this often to push its pending sends
 # slots of a rank's own line (``Arena.line``; BARRIER is its counter), for single-copy reads
 PID, PROBE_ADDR, PROBE_OK, DATA_ADDR, DATA_BYTES = 0, 1, 2, 3, 5
@@ -61,12 +64,16 @@ class Direct:
     """One rank's view of every rank's windows and progress counters."""
 
     def __init__(self, rank: int, arena: Arena, status: Status, pump: Callable[[], None],
-                 policy: WaitPolicy | None = None):
+                 policy: WaitPolicy | None = None,
+                 queued: Callable[[int], list[Header]] = lambda peer: []):
         self.rank, self.n, self.arena, self.status = rank, arena.world_size, arena, status
         self.pump = pump  # the engine's pending sends move on while this rank waits here
         self.policy = policy or WaitPolicy(self.n)  # spin first, or sleep at once (waiting.py)
-        self.slot_bytes = min(arena.capacity, CHUNK_BYTES)
-        per_window = max(1, min(arena.capacity // self.slot_bytes, SLOTS // 2))
+        # bytes of x per chunk (<= capacity), and slots in turn (at most): few, so that every
+        # rank's slots stay in the last-level cache (PARLAB_DIRECT_CHUNK, _SLOTS: tuning.py)
+        tune = tuning.read()
+        self.slot_bytes = min(arena.capacity, tune.direct_chunk)
+        per_window = max(1, min(arena.capacity // self.slot_bytes, tune.direct_slots // 2))
         self.slots = [[arena.window(r, k)[i * self.slot_bytes:(i + 1) * self.slot_bytes]
                        for k in (0, 1) for i in range(per_window)] for r in range(self.n)]
         self.counts = [arena.barrier_count(r) for r in range(self.n)]
@@ -77,6 +84,8 @@ class Direct:
         line = self.lines[rank]
         line[PID], line[PROBE_ADDR] = os.getpid(), self._probe.ctypes.data
         self._single: bool | None = None  # single-copy reads agreed (None: not tried yet)
+        # every rank's signature records; ``queued(peer)``: headers of peer's unreceived messages
+        self.agreement = Agreement(rank, [arena.records(r) for r in range(self.n)], self.publish, queued)
         if single_copy.AVAILABLE:
             single_copy.allow_siblings()
 
@@ -89,21 +98,27 @@ class Direct:
         short spin where the ranks have cores to spare (``WaitPolicy``), else asleep on the
         counter until its owner wakes us."""
         budget = self.policy.budget()
-        spin_until = time.perf_counter() + budget
+        now = time.perf_counter()
+        spin_until, stall_at = now + budget, now + STALL_S
         hit = True
         for r in range(self.n) if ranks is None else ranks:
             count = self.counts[r]
-            if r == self.rank or int(count[0]) >= value:
+            if r == self.rank:
                 continue
-            self.status.waiting(r)
-            while (seen := int(count[0])) < value:
-                self.pump()
-                if time.perf_counter() < spin_until:
-                    os.sched_yield()
-                else:
-                    hit = False
-                    futex_wait(self.words[r], seen, PUMP_S)
-            self.status.working()
+            if (seen := int(count[0])) < value:
+                self.status.waiting(r)
+                while (seen := int(count[0])) < value:
+                    self.pump()
+                    if time.perf_counter() < spin_until:
+                        os.sched_yield()
+                    else:
+                        hit = False
+                        if time.perf_counter() > stall_at:  # waited long: is r elsewhere?
+                            self.agreement.stalled(r)
+                        futex_wait(self.words[r], seen, PUMP_S)
+                self.status.working()
+            if seen >= ABORT:  # r found a mismatch and will not come
+                self.agreement.aborted()
         if budget:
             self.policy.spun(hit)
         self.status.progress()
@@ -123,6 +138,8 @@ class Direct:
         S = len(self.slots[me])
         raw = A.byte_view(x)
         sig, acct = comm._sig, comm._acct
+        self.agreement.enter(sig)
+        first = self.chunks
         for lo, hi in slices(len(flat), per_chunk):
             start = acct.now()
             g = self.chunks
@@ -134,6 +151,8 @@ class Direct:
             slot[me][:nbytes] = raw[base:base + nbytes]
             self.publish(3 * g + 1)
             self.wait_all(3 * g + 1)
+            if g == first:  # every peer's record is written: the same collective, or raise
+                self.agreement.agree(range(n))
             bounds = [(a * size, b * size) for a, b in block_bounds(hi - lo, n)]
             a, b = bounds[me]
             if b > a:  # x's own block is in the slot now: reduce into x, then publish it
@@ -163,7 +182,10 @@ class Direct:
         Chunk g goes through slot g mod S of the root's windows: the root copies it in once the
         peers have read the chunk that was there (every counter >= 3(g-S)+3) and publishes
         3g+3; a peer copies it out once the root's counter is >= 3g+1 and publishes 3g+3. The
-        root writes chunk g while the peers still read chunk g-1."""
+        root writes chunk g while the peers still read chunk g-1. A peer compares the root's
+        signature with its own before it reads; the root compares every peer's once they have
+        read the last chunk."""
+        self.agreement.enter(comm._sig)
         if self.single_copy():
             return self._broadcast_single_copy(comm, x, root)
         n, me = self.n, self.rank
@@ -172,6 +194,7 @@ class Direct:
         S = len(self.slots[root])
         raw = A.byte_view(x)
         sig, acct = comm._sig, comm._acct
+        first = self.chunks
         for lo, hi in slices(len(A.flat(x)), per_chunk):
             start = acct.now()
             g = self.chunks
@@ -187,9 +210,14 @@ class Direct:
                         acct.message(sig.op, "send", nbytes, r, start, sig.seq)
             else:
                 self.wait_all(3 * g + 1, (root,))
+                if g == first:
+                    self.agreement.agree((root,))
                 raw[base:base + nbytes] = slot[:nbytes]
                 acct.message(sig.op, "recv", nbytes, root, start, sig.seq)
             self.publish(3 * g + 3)
+        if me == root:  # the peers have read it all: were they all in this broadcast?
+            self.wait_all(3 * (self.chunks - 1) + 3)
+            self.agreement.agree(range(n))
         return x
 
     def single_copy(self) -> bool:
@@ -237,17 +265,15 @@ class Direct:
             line[DATA_ADDR], line[DATA_BYTES] = raw.ctypes.data, nbytes
             self.publish(3 * g + 1)
             self.wait_all(3 * g + 3)
+            self.agreement.agree(range(self.n))
             for lo, hi in pieces:
                 for r in range(self.n):
                     if r != me:
                         acct.message(sig.op, "send", hi - lo, r, start, sig.seq)
         else:
             self.wait_all(3 * g + 1, (root,))
+            self.agreement.agree((root,))  # the root's dtype and shape are this rank's
             line = self.lines[root]
-            if int(line[DATA_BYTES]) != nbytes:
-                raise CollectiveMismatch(
-                    f"broadcast: rank {me} passed {nbytes} bytes but the root, rank {root}, passed "
-                    f"{int(line[DATA_BYTES])}: every rank's buffer must have the root's size")
             pid, remote = int(line[PID]), int(line[DATA_ADDR])
             for lo, hi in pieces:
                 single_copy.readv(pid, remote + lo, raw.ctypes.data + lo, hi - lo)

@@ -23,7 +23,6 @@ order; a receive for one group moves earlier messages of other groups to private
 from __future__ import annotations
 
 import os
-import platform
 import select
 import socket
 import struct
@@ -34,6 +33,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import arrays as A
+from . import tuning
 from .errors import PeerGone, UnreceivedMessage
 from .message import HEADER_LEN, Header, Signature
 from .shm import EXITING, Arena, Status
@@ -49,10 +49,11 @@ H, D, C, E = 1, 2, 3, 4  # E: "my function has returned; nothing more this run" 
 # in shared memory, after reading, without a barrier; the sender reads it when it needs room.
 # Elsewhere (arm64) positions also travel as C frames, whose system calls order memory.
 # (PARLAB_SHARED_POSITIONS=0 forces the frames, to test that path on x86.)
-_X86 = platform.machine().lower() in ("x86_64", "amd64")
-SHARED_POSITIONS = os.environ.get("PARLAB_SHARED_POSITIONS", "1" if _X86 else "0") == "1"
+SHARED_POSITIONS = tuning.read().shared_positions
 _HEADER = struct.Struct(f"<{HEADER_LEN}q")
 _HEADER_BYTES = _HEADER.size
+HISTORY = 64  # collectives remembered per rank (``Engine.signed``)
+STALL_S = 0.05  # a rank waiting for a message looks this often whether its peer is elsewhere
 
 
 def _align(pos: int) -> int:
@@ -110,9 +111,12 @@ class Engine:
         if SHARED_POSITIONS and arena.capacity:
             from .direct import Direct
 
-            self.direct = Direct(rank, arena, status, self.push_pending, self.policy)
+            self.direct = Direct(rank, arena, status, self.push_pending, self.policy, self.queued)
         self.links: dict[int, _Link] = {}
         self.private_copies = 0  # sends that did not fit in their ring at once
+        # (ctx, signature code) of this run's latest collectives, to name a message left over
+        # from a collective this rank called otherwise (``_unreceived``)
+        self.signed: deque[tuple[int, tuple[int, ...]]] = deque(maxlen=HISTORY)
         self.poller = select.poll()
         self.by_fd: dict[int, _Link] = {}
         for peer, sock in socks.items():
@@ -195,16 +199,18 @@ class Engine:
 
     # ---------------------------------------------------------------- receiving
     def recv(self, peer: int, ctx: int, accept: Callable[[Header], A.Array],
-             make_sink: Callable[[A.Array], Callable]) -> tuple[Header, A.Array]:
+             make_sink: Callable[[A.Array], Callable],
+             stalled: Callable[[], None] | None = None) -> tuple[Header, A.Array]:
         """Wait for the next message from ``peer`` in group ``ctx``. ``accept`` checks its header
         and returns the destination array; ``make_sink(dest)`` returns the function that takes
-        each piece, ``sink(offset, bytes)``, as it arrives."""
+        each piece, ``sink(offset, bytes)``, as it arrives. ``stalled()`` is called every
+        STALL_S s of waiting for the header (it raises if the wait is hopeless)."""
         link = self.links[peer]
         while (msg := self._first(link, ctx)) is None:
             if link.closed or link.peer_done:
                 raise PeerGone(f"rank {peer} returned from its function (or ended) while rank "
                                f"{self.rank} waited for a message from it: a recv with no matching send")
-            self.wait()
+            self.wait(stalled)
         dest = accept(msg.header)
         for earlier in list(link.incoming):  # FIFO ring: other groups' messages leave first
             if earlier is msg:
@@ -223,7 +229,8 @@ class Engine:
         return msg.header, dest
 
     def forward(self, src: int, ctx: int, accept: Callable[[Header], A.Array], dst: int,
-                header: Header, buf: A.Array, op: str | None) -> Header | None:
+                header: Header, buf: A.Array, op: str | None,
+                stalled: Callable[[], None] | None = None) -> Header | None:
         """Receive from ``src`` and send on to ``dst`` in one pass over the bytes: each arriving
         piece is combined with ``buf`` (op) or copied into it (op None) and written straight
         into dst's ring. Returns the incoming header, or None (nothing done) when dst's ring
@@ -254,8 +261,16 @@ class Engine:
             out.frame(D, _POS.pack(out.tx_pos))
             self._flush(out)
 
-        header_in, _ = self.recv(src, ctx, accept, lambda dest: sink)
+        header_in, _ = self.recv(src, ctx, accept, lambda dest: sink, stalled)
         return header_in
+
+    def queued(self, peer: int) -> list[Header]:
+        """Headers of the messages from ``peer`` that have arrived and are not received yet
+        (what its socket holds is read first, without waiting)."""
+        link = self.links[peer]
+        if not link.closed:
+            self._read(link)
+        return [m.header for m in link.incoming]
 
     def _first(self, link: _Link, ctx: int) -> _Incoming | None:
         for m in link.incoming:
@@ -293,9 +308,10 @@ class Engine:
             self._flush(link)
 
     # ---------------------------------------------------------------- the loop
-    def wait(self) -> None:
+    def wait(self, stalled: Callable[[], None] | None = None) -> None:
         """Make progress: push pending sends; if none could move, wait until a frame arrives
-        (spinning with sched_yield first where the policy says it pays, then blocking in poll)."""
+        (spinning with sched_yield first where the policy says it pays, then blocking in poll;
+        with ``stalled``, calling it every STALL_S s of blocking)."""
         pushed = False
         for link in self.links.values():
             if link.outbox and self._push(link):
@@ -310,8 +326,11 @@ class Engine:
                     os.sched_yield()
                     ready = self.poller.poll(0)
                 self.policy.spun(bool(ready))
-            if not ready:
+            if not ready and stalled is None:
                 ready = self.poller.poll(None)
+            while not ready:
+                stalled()
+                ready = self.poller.poll(STALL_S * 1000)
         for fd, events in ready:
             link = self.by_fd[fd]
             if events & select.POLLOUT:
@@ -379,6 +398,10 @@ class Engine:
         for link in self.links.values():
             if link.incoming:
                 m = link.incoming[0]
+                ctx, code = m.header.ctx, m.header.sig
+                for mine in (c for x, c in self.signed if x == ctx and c[1] == code[1] and code[0]):
+                    # the peer sent it in a collective this rank also called, with other arguments
+                    Signature.decode(mine).check(code, self.rank, link.peer)
                 raise UnreceivedMessage(
                     f"rank {self.rank} returned from its function, but rank {link.peer} had sent it "
                     f"{len(link.incoming)} message(s) it never received, the first from "

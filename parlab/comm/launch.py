@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from . import reaper, shm, zygote
+from . import reaper, shm, tuning, zygote
 from .errors import CommTimeout, RankDied, RankError, connection_lost
 from .interrupts import DeferredInterrupts
 from .message import ALGORITHMS, OPS
@@ -165,6 +165,7 @@ class _Launch:
         """Make the arena, the sockets and the processes. Every resource is recorded on self in
         the statement that makes it (cleanup() frees what is recorded; SIGINT is held back)."""
         n, t0 = self.n, time.monotonic()
+        tuning.read()  # the PARLAB_* variables the ranks will read: one line here if one is wrong
         self.sel = selectors.DefaultSelector()
         self.fds.append(shm.create_fd(shm.arena_size(n, self.capacity)))
         arena_fd = self.fds[-1]

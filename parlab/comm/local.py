@@ -39,18 +39,26 @@ class LocalCommunicator(Communicator):
         if out is not None:
             A.on_cpu(out)
         return self._engine.recv(self.ranks[src], self.ctx, lambda h: self._accept(h, src, out, op),
-                                 copier if op is None else reducer(op))
+                                 copier if op is None else reducer(op), self._stall_check())
 
     def _forward(self, src: int, dst: int, buf: A.Array, op: str | None, header: Header) -> Header:
         A.on_cpu(buf)
         h = self._engine.forward(self.ranks[src], self.ctx, lambda h: self._accept(h, src, buf, None),
-                                 self.ranks[dst], header, buf, op)
+                                 self.ranks[dst], header, buf, op, self._stall_check())
         return h if h is not None else super()._forward(src, dst, buf, op, header)
 
     def _make_group(self, rank: int | None, members: list[int], ctx: int) -> Communicator | None:
         if rank is None:
             return None
         return LocalCommunicator(rank, members, ctx, self._status, self._acct.t0, self._engine)
+
+    def _stall_check(self):
+        """In a collective of the world: what a long wait for a message checks (a peer that went
+        into an shm_direct collective instead, ``agreement``); else None."""
+        direct, sig = self._direct(), self._sig
+        if direct is None or sig.op == "p2p":
+            return None
+        return lambda: direct.agreement.message_wait(sig)
 
     def _direct(self):
         """The shared windows of the world, for shm_direct (None: send messages instead)."""
@@ -67,7 +75,13 @@ class LocalCommunicator(Communicator):
     def close(self) -> None:
         self._engine.close()
 
+    def _check_signature(self, sig, nbytes: int) -> None:
+        """Remember the collective (``Engine.signed``): a message of the same one left unreceived
+        at the end is then named as the mismatch it is."""
+        self._engine.signed.append((self.ctx, sig.code))
+
     def fresh(self) -> LocalCommunicator:
+        self._engine.signed.clear()  # a new run: sequence numbers start anew
         return LocalCommunicator(self.rank, self.ranks, 0, self._status, time.monotonic(), self._engine)
 
     def end_run(self) -> None:

@@ -14,15 +14,23 @@ rings of ``capacity`` bytes, one per ordered pair; then (local backend) two *win
 ``capacity`` bytes per rank, which every rank may read: the ``shm_direct`` all-reduce stages its
 chunks there (``parlab.comm.direct``). Rank r's barrier counter for it is slot BARRIER of the
 unused diagonal line (r, r); the line's other slots carry what ``shm_direct`` tells the peers
-about the rank's own memory (its pid, where its buffer is: ``Arena.line``).
+about the rank's own memory (its pid, where its buffer is: ``Arena.line``). After the lines,
+``RECORDS`` signature records per rank: the signature of each ``shm_direct`` collective the rank
+enters, which its peers compare with their own before they touch its bytes (``Arena.records``).
 """
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import secrets
 import time
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not POSIX
+    resource = None
 
 import numpy as np
 
@@ -39,8 +47,12 @@ STATE_NAMES = ("starting", "running its own code", "in", "waiting in", "finishin
 LINE = 64  # bytes per read position: one cache line each, so no two ranks write the same line
 
 
+RECORDS, RECORD = 4, 16  # signature records per rank, int64 each (by shm_direct collective, in turn)
+
+
 def _header_size(world_size: int) -> int:
-    return -(-(world_size * STATUS_FIELDS * 8 + world_size * world_size * LINE) // PAGE) * PAGE
+    n = world_size
+    return -(-(n * STATUS_FIELDS * 8 + n * n * LINE + n * RECORDS * RECORD * 8) // PAGE) * PAGE
 
 
 BARRIER = 4  # slot of line (r, r): rank r's shm_direct barrier generation
@@ -50,8 +62,21 @@ def arena_size(world_size: int, capacity: int) -> int:
     return _header_size(world_size) + (world_size * (world_size - 1) + 2 * world_size) * capacity
 
 
+def _too_big(size: int, limit: int) -> OSError:
+    return OSError(errno.EFBIG, f"the launch's shared-memory arena needs {size} bytes but this "
+                   f"process may not make a file larger than {limit} bytes (RLIMIT_FSIZE, "
+                   f"`ulimit -f`): raise the limit (`ulimit -f unlimited`) or pass a smaller "
+                   f"capacity= or fewer ranks")
+
+
 def create_fd(size: int) -> int:
-    """An anonymous shared-memory file of ``size`` bytes (zero pages, allocated on first touch)."""
+    """An anonymous shared-memory file of ``size`` bytes (zero pages, allocated on first touch).
+    A file-size limit (RLIMIT_FSIZE) below it is refused before the file grows (growing past it
+    raises SIGXFSZ, which kills a process that does not ignore it) with one OSError line."""
+    size = max(size, PAGE)
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0] if resource else -1
+    if 0 <= limit < size:  # RLIM_INFINITY is -1 here
+        raise _too_big(size, limit)
     name = f"parlab-{os.getpid()}-{secrets.token_hex(6)}"
     if hasattr(os, "memfd_create"):
         fd = os.memfd_create(name, 0)
@@ -61,7 +86,12 @@ def create_fd(size: int) -> int:
         fd = _posixshmem.shm_open("/" + name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
         _posixshmem.shm_unlink("/" + name)
     try:
-        os.ftruncate(fd, max(size, PAGE))
+        os.ftruncate(fd, size)
+    except OSError as err:
+        os.close(fd)
+        if err.errno == errno.EFBIG:
+            raise _too_big(size, limit) from None
+        raise
     except BaseException:
         os.close(fd)
         raise
@@ -78,6 +108,8 @@ class Arena:
         n, s = world_size, world_size * STATUS_FIELDS * 8
         self.status = buf[:s].view(np.float64).reshape(n, STATUS_FIELDS)
         self._read = buf[s:s + n * n * LINE].view(np.int64).reshape(n, n, LINE // 8)
+        s += n * n * LINE
+        self._records = buf[s:s + n * RECORDS * RECORD * 8].view(np.int64).reshape(n, RECORDS, RECORD)
         self._rings = buf[_header_size(n):]
 
     def read_pos(self, src: int, dst: int) -> np.ndarray:
@@ -105,8 +137,12 @@ class Arena:
         is its barrier counter; ``parlab.comm.direct`` names the others."""
         return self._read[rank, rank]
 
+    def records(self, rank: int) -> np.ndarray:
+        """Rank ``rank``'s (RECORDS, RECORD) int64 signature records: it writes, every rank reads."""
+        return self._records[rank]
+
     def close(self) -> None:
-        self.status = self._rings = self._read = None
+        self.status = self._rings = self._read = self._records = None
         try:
             self._map.close()
         except BufferError:  # a view is still alive somewhere; the kernel frees it at exit

@@ -21,6 +21,8 @@ import ctypes
 import os
 import sys
 
+from . import tuning
+
 PR_SET_PTRACER = 0x59616D61  # prctl option: Yama's "this process (and its descendants) may trace me"
 
 
@@ -43,7 +45,7 @@ def _libc():
 
 
 _LIBC = _libc()
-AVAILABLE = _LIBC is not None and os.environ.get("PARLAB_SINGLE_COPY", "1") == "1"
+AVAILABLE = _LIBC is not None and tuning.read().single_copy  # PARLAB_SINGLE_COPY
 
 
 def allow_siblings() -> None:

@@ -35,9 +35,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import tuning
 from .progress import caller_computes
 
-SPIN_S = float(os.environ.get("PARLAB_SPIN", 100e-6))  # seconds a rank spins before it blocks
 WINDOW = 64  # spins judged together
 REST = 1024  # waits without spinning once spinning has stopped paying
 _FUTEX_WAIT, _FUTEX_WAKE = 0, 1  # shared (not FUTEX_PRIVATE_FLAG): the word is in a shared mapping
@@ -75,9 +75,10 @@ def runnable_tasks() -> int | None:
 class WaitPolicy:
     """One rank's choice, wait by wait, between spinning first and blocking at once."""
 
-    def __init__(self, ranks: int, spin_s: float = SPIN_S, cores: int | None = None,
+    def __init__(self, ranks: int, spin_s: float | None = None, cores: int | None = None,
                  runnable: Callable[[], int | None] = runnable_tasks):
         cores = usable_cores() if cores is None else cores
+        spin_s = tuning.read().spin_s if spin_s is None else spin_s  # PARLAB_SPIN
         self.spin_s = spin_s if ranks <= cores else 0.0  # oversubscribed: never spin
         self.cores, self.runnable = cores, runnable
         self.oversubscribed = ranks > cores

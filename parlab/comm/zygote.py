@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 
+from . import tuning
 from .zygote_caller import READY_LIMIT, Zygote, ZygoteGone, ZygoteProcess
 from .zygote_server import PRELOAD, serve
 
@@ -37,7 +38,7 @@ VOLATILE = ("PYTEST_CURRENT_TEST",)  # pytest sets it for each test phase
 
 
 def enabled() -> bool:
-    return (os.environ.get("PARLAB_ZYGOTE", "1") != "0" and hasattr(os, "pidfd_open")
+    return (tuning.read().zygote and hasattr(os, "pidfd_open")
             and hasattr(socket, "send_fds") and sys.platform.startswith("linux"))
 
 

@@ -64,6 +64,7 @@ class Zygote:
     """One zygote process, from the caller's side (module docstring)."""
 
     def __init__(self, env: dict[str, str]):
+        self.env = dict(env)  # what it started with: a request carries only what differs
         self.lock = threading.Lock()
         self.codes: dict[int, int] = {}  # pid -> exit status, reported and not yet reaped
         self.live: set[int] = set()  # ranks forked and not yet waited for
@@ -74,7 +75,8 @@ class Zygote:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "parlab.comm.zygote", str(theirs.fileno()), str(life_r)],
                 pass_fds=[theirs.fileno(), life_r], stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True,
+                cwd=_existing_cwd())
         finally:
             theirs.close()
             os.close(life_r)
@@ -104,14 +106,21 @@ class Zygote:
         return reply
 
     def spawn(self, argv: list[str], pass_fds: list[int], env: dict[str, str]) -> ZygoteProcess:
-        """Fork ``python -m parlab.comm.worker argv...`` with ``pass_fds`` at their numbers."""
+        """Fork ``python -m parlab.comm.worker argv...`` with ``pass_fds`` at their numbers, in
+        this process's working directory (sent as a descriptor: it may have been deleted or
+        renamed, as a Popen'ed child inherits it anyway) and ``env``, sent as what differs from
+        the zygote's own environment (a request is one datagram: an environment of hundreds of
+        KB would not fit, EMSGSIZE)."""
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        cwd = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             with self.lock:
-                request = {"argv": argv, "fds": list(pass_fds), "env": env, "cwd": os.getcwd()}
+                request = {"argv": argv, "fds": list(pass_fds),
+                           "env": {k: v for k, v in env.items() if self.env.get(k) != v},
+                           "unset": [k for k in self.env if k not in env]}
                 try:
-                    socket.send_fds(self.sock, [pickle.dumps(request)], [out_w, err_w, *pass_fds])
+                    socket.send_fds(self.sock, [pickle.dumps(request)], [out_w, err_w, *pass_fds, cwd])
                     while (reply := self._recv(READY_LIMIT)) is not None and reply[0] == "exit":
                         pass
                 except OSError as err:
@@ -125,6 +134,7 @@ class Zygote:
         finally:
             os.close(out_w)
             os.close(err_w)
+            os.close(cwd)
         self.live.add(reply[1])
         return ZygoteProcess(self, reply[1], open(out_r, "rb", buffering=0), open(err_r, "rb", buffering=0))
 
@@ -173,6 +183,17 @@ class Zygote:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+def _existing_cwd() -> str | None:
+    """Where the zygote starts: here (None), unless this directory has been deleted, where
+    importing torch fails (oneMKL cannot load its libraries): then "/" (each rank it forks
+    moves to its caller's directory anyway, deleted or not)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return "/"
+    return None
 
 
 def _gone_code(pid: int) -> int:

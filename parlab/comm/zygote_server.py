@@ -36,6 +36,7 @@ def serve(sock_fd: int, life_fd: int) -> None:
     report each rank's end, until the caller's socket or lifeline closes."""
     import importlib
 
+    env = dict(os.environ)  # as the caller started it (before an import could change it)
     for name in PRELOAD:
         importlib.import_module(name)
     sock = socket.socket(fileno=sock_fd)
@@ -49,7 +50,7 @@ def serve(sock_fd: int, life_fd: int) -> None:
             if key.data == "life":
                 os._exit(0)  # the caller is gone; the ranks end by their own lifelines
             if key.data == "request":
-                if not _request(sock, sel, life_fd, pidfds):
+                if not _request(sock, sel, life_fd, pidfds, env):
                     os._exit(0)
                 continue
             if isinstance(key.data, int):  # a rank ended: report, keep the zombie until "reap"
@@ -63,7 +64,7 @@ def serve(sock_fd: int, life_fd: int) -> None:
                 sock.send(pickle.dumps(("exit", pid, code)))
 
 
-def _request(sock, sel, life_fd: int, pidfds: dict[int, int]) -> bool:
+def _request(sock, sel, life_fd: int, pidfds: dict[int, int], env: dict[str, str]) -> bool:
     """Serve one request; False when the caller has closed the socket."""
     try:
         data, fds, _, _ = socket.recv_fds(sock, PACKET, _MAX_FDS)
@@ -88,7 +89,8 @@ def _request(sock, sel, life_fd: int, pidfds: dict[int, int]) -> bool:
         sock.send(pickle.dumps(("error", f"fork failed: {err}")))
         return True
     if pid == 0:
-        _child(request, fds, started_w, [sock.detach(), life_fd, sel.fileno(), started_r, *pidfds.values()])
+        _child(request, fds, started_w, [sock.detach(), life_fd, sel.fileno(), started_r, *pidfds.values()],
+               env)
     os.close(started_w)
     os.read(started_r, 1)  # EOF: it has its own process group (or it died): as Popen returns
     os.close(started_r)  # after the exec, so that killing the group at once kills the rank
@@ -100,12 +102,17 @@ def _request(sock, sel, life_fd: int, pidfds: dict[int, int]) -> bool:
     return True
 
 
-def _child(request: dict, fds: list[int], started: int, own: list[int]) -> None:
+def _child(request: dict, fds: list[int], started: int, own: list[int], env: dict[str, str]) -> None:
     """In the forked rank: become what ``Popen(start_new_session=True, pass_fds=...)`` of
-    ``python -m parlab.comm.worker`` would have started, then run it. Never returns."""
+    ``python -m parlab.comm.worker`` would have started, then run it. Never returns. ``fds``:
+    stdout, stderr, the pass_fds, then the caller's working directory; ``env``: the zygote's
+    environment at start, which the request's ``env`` and ``unset`` update to the caller's."""
     try:
         os.setsid()
         os.close(started)
+        cwd, fds = fds[-1], fds[:-1]
+        os.fchdir(cwd)
+        os.close(cwd)
         for fd in own:  # the zygote's socket, lifeline, selector and other ranks' pidfds
             os.close(fd)
         targets = [1, 2, *request["fds"]]  # stdout, stderr, then pass_fds at their numbers
@@ -123,8 +130,10 @@ def _child(request: dict, fds: list[int], started: int, own: list[int]) -> None:
         for lo, hi in zip(keep, [*keep[1:], os.sysconf("SC_OPEN_MAX")], strict=True):
             os.closerange(lo + 1, hi)  # everything between the kept ones, and above them
         os.environ.clear()
+        os.environ.update(env)
+        for name in request["unset"]:
+            os.environ.pop(name, None)
         os.environ.update(request["env"])
-        os.chdir(request["cwd"])
         import numpy as np
 
         np.random.seed()  # a fresh process's global state is drawn anew; a fork's is the zygote's
