@@ -7,6 +7,7 @@ term by term (``step_time``, ``comm_5d``), ``estimate`` (both, explained) and DD
     comm_5d.py       the CP and EP traffic of one micro-batch
     step_time.py     seconds of one step, by term
     estimate.py      Estimate: memory and time together, explain()
+    validated_range.py  whether an estimate lies inside the range the published runs cover
     data_parallel.py DDP with buckets and overlap (guide 1.4-1.5)
 """
 

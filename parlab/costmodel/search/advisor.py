@@ -114,6 +114,9 @@ class Advice:
         out.append(f"Fastest: {best.plan.describe()} ({layout(best.plan)}), {best.step_time:.2f} s per step, "
                    f"MFU {best.mfu:.0%}, {best.memory_total / 1e9:.0f} GB on its most loaded GPU; "
                    f"most of the step is {shares}.")
+        if best.outside_validated:
+            out.append("Outside the validated range (an extrapolation, ranked all the same): "
+                       + "; ".join(best.outside_validated) + ".")
         where = best.time.facts.get("where", {})
         placed = [f"{dim.upper()} {w}" for dim, w in where.items() if w and w != "-"]
         if placed:
@@ -316,21 +319,29 @@ def guide_scenarios(scenarios: tuple[Scenario, ...] = SCENARIOS,
 
 
 SCENARIO_HEADERS = ["guide", "situation", "example", "guide says", "advisor's plan", "agrees",
-                    "step (s)", "guide's kind (s)", "why"]
+                    "step (s)", "guide's kind (s)", "why", "validated range"]
+
+
+def validated_mark(est: Estimate) -> str:
+    """'yes', or 'outside: ' and the reasons the estimate leaves the validated range
+    (``Estimate.outside_validated``): the advisor's table prints it beside each plan."""
+    return "outside: " + "; ".join(est.outside_validated) if est.outside_validated else "yes"
 
 
 def scenario_rows(scenarios: tuple[Scenario, ...] = SCENARIOS,
                   assumptions: Assumptions = DEFAULT) -> list[list[object]]:
     """Rows under ``SCENARIO_HEADERS``: per scenario the guide's section, situation and advice, the
     advisor's fastest plan, whether the guide's rule allows it, the two step times (None where no
-    plan of the guide's kind fits) and why, with numbers."""
+    plan of the guide's kind fits), why, with numbers, and whether the advisor's plan lies inside the
+    validated range (``validated_mark``)."""
     rows = []
     for s, v in guide_scenarios(scenarios, assumptions):
         best = v.advice.best
         g = v.guides_best
         rows.append([v.rule.section, v.rule.situation, s.describe(), v.rule.says,
                      f"{best.plan.describe()} ({layout(best.plan)})", {"agrees": "yes", "tie": "tie", "differs": "no"}[v.outcome],
-                     round(best.step_time, 2), round(g.step_time, 2) if g is not None else None, v.why()])
+                     round(best.step_time, 2), round(g.step_time, 2) if g is not None else None, v.why(),
+                     validated_mark(best)])
     return rows
 
 

@@ -10,6 +10,7 @@
     cluster.py      a cluster: GPUs per node, the links inside and between nodes
     assumptions.py  the efficiencies and overlaps the model assumes
     bands.py        the model's error bands and the verdict a margin gets
+    calibration.py  which published rows each number was set on; the range the rows cover
 
 Nothing here imports a layer above (``pricing``, ``plan``, ``search``, ``answers``).
 """
