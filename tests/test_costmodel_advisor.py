@@ -239,9 +239,10 @@ def test_megatron_sp_ulysses_and_ring_attention_are_three_things_in_the_table():
 
 # -- the validated range (issue 30, item 3.4) ---------------------------------------------------
 def test_a_plan_outside_the_validated_range_says_why_and_is_ranked_all_the_same():
-    """PCIe + 10 GbE was never validated, nor any GPU but the A100, nor an MFU above the highest
-    measured on one (39%): the estimate says so, explain() and the advisor print it, and the
-    ranking is the search's, unchanged."""
+    """PCIe + 10 GbE was never validated, nor a GPU without a published row (the A800), nor an MFU
+    above the highest measured on that GPU: the estimate says so, explain() and the advisor print it,
+    and the ranking is the search's, unchanged."""
+    from parlab.costmodel.plan.validated_range import outside_validated_range
     from parlab.costmodel.specs.calibration import VALIDATED_MFU
 
     poor = advise("llama-7b", make_cluster("pcie-10gbe", 16), 64, **SCENARIO_CHOICES)
@@ -253,25 +254,31 @@ def test_a_plan_outside_the_validated_range_says_why_and_is_ranked_all_the_same(
     assert "outside the validated range: " + "; ".join(reasons) in poor.best.explain()
     assert validated_mark(poor.best).startswith("outside: ")
 
-    h100 = estimate("llama-7b", make_cluster("dgx-h100", 8), Plan(dp=8, micro_batch=1, global_batch=64,
+    a800 = estimate("llama-7b", make_cluster("a800-hdr", 8), Plan(dp=8, micro_batch=1, global_batch=64,
                                                                     recompute="full", zero=1))
-    assert h100.outside_validated == ("no published run on h100-sxm was validated (validated: a100-80gb)",
-                                      "the link inside a node, nvlink4-h100, was never validated "
-                                      "(validated: nvlink3-a100)")
+    assert a800.outside_validated == (
+        "no published run on a800-80gb was validated (validated: a100-80gb, h100-sxm)",
+        "the link inside a node, nvlink3-a800, was never validated (validated: nvlink3-a100, nvlink4-h100)")
 
-    fast = advise("llama-7b", make_cluster("dgx-a100", 8), 64, **SCENARIO_CHOICES).best
-    assert fast.mfu > VALIDATED_MFU["a100-80gb"]  # chapter 10's 64%: no published A100 run reached it
-    assert fast.outside_validated == (f"MFU {fast.mfu:.0%} is above the highest validated on a100-80gb (39%)",)
+    selene = make_cluster("dgx-a100", 8)
+    assert outside_validated_range(selene, VALIDATED_MFU["a100-80gb"]) == ()
+    assert outside_validated_range(selene, 0.70) == ("MFU 70% is above the highest validated on a100-80gb (64%)",)
+    fast = advise("llama-7b", selene, 64, **SCENARIO_CHOICES).best  # chapter 10's LLaMA-7B on one DGX
+    assert ("MFU" in validated_mark(fast)) == (fast.mfu > VALIDATED_MFU["a100-80gb"])
 
 
 def test_the_published_runs_lie_inside_the_validated_range_but_for_an_mfu_above_the_measured():
-    """Table 1's own plans on Selene are inside on GPU and links; where the model predicts an MFU above
-    the highest measured (39%), that alone is marked: the range is the measured one, not the model's."""
-    from parlab.costmodel.answers.validation import megatron_table1
+    """Every priced published run (Table 1 on Selene, MT-NLG, BLOOM-176B, MPT on one node) is inside on
+    GPU and links; an MFU reason appears only where the model predicts more than was ever measured on
+    that GPU: the range is the measured one, not the model's."""
+    from parlab.costmodel.answers.validation import samples
+    from parlab.costmodel.specs.calibration import VALIDATED_MFU
 
-    rows = megatron_table1()
-    for r in rows:
-        high = r.estimate.mfu > 0.39
-        assert r.estimate.outside_validated == ((f"MFU {r.estimate.mfu:.0%} is above the highest validated on "
-                                                 "a100-80gb (39%)",) if high else ())
-    assert validated_mark(rows[0].estimate) == "yes"
+    timed = [s.estimate for s in samples() if s.measured_mfu is not None]
+    assert len(timed) >= 20
+    for est in timed:
+        high = est.mfu > VALIDATED_MFU[est.cluster.gpu.name]
+        assert est.outside_validated == ((f"MFU {est.mfu:.0%} is above the highest validated on "
+                                          f"{est.cluster.gpu.name} ({VALIDATED_MFU[est.cluster.gpu.name]:.0%})",)
+                                         if high else ())
+    assert any(validated_mark(est) == "yes" for est in timed)

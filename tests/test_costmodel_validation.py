@@ -197,9 +197,9 @@ def test_in_sample_and_out_of_sample_errors_are_reported_apart(published):
 
     inside, outside = in_sample_summary(published), out_of_sample_summary(published)
     assert inside.n == 16 and abs(inside.worst) < 0.10  # what it was set on, it reproduces
-    assert outside.n == 4 and outside.mean < 0 and abs(outside.worst) > 0.20  # MT-NLG: optimistic
+    assert outside.n == 10 and outside.mean < 0 and abs(outside.worst) > 0.20  # MT-NLG, MPT on H100: optimistic
     every = out_of_sample_summary(published, band_rule_only=False)
-    assert every.n == 7 and abs(every.worst) > abs(outside.worst)  # BLOOM's prelude speed, reported beside
+    assert every.n == 13 and abs(every.worst) > abs(outside.worst)  # BLOOM's prelude speed, reported beside
 
 
 def test_the_verdict_band_is_derived_from_out_of_sample_rows_only(published):

@@ -14,6 +14,7 @@ from parlab.costmodel.plan.spec import Plan
 from parlab.costmodel.specs.catalogue import get_model
 from parlab.costmodel.specs.cluster import make_cluster
 from parlab.costmodel.specs.links import LinkSpec, custom_link
+from parlab.costmodel.specs.models import ModelSpec
 from parlab.data import read_csv
 
 FILE = "published_runs"
@@ -21,6 +22,17 @@ FILE = "published_runs"
 #: links of the published clusters that are not presets: Jean Zay's Omni-Path, 100 Gb/s per port
 #: (GENCI; latency and efficiency as chapter 08 prices BLOOM-176B: 5 us, 90%)
 LINKS: dict[str, LinkSpec] = {"omni-path": custom_link(100, latency_us=5, efficiency=0.9, name="omni-path")}
+
+#: models of the file that are not presets: MosaicML's MPT as its benchmark configs build it
+#: (mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-7b.yaml, mpt-13b.yaml, mpt-30b.yaml: no biases,
+#: no dropout, flash/triton attention, tied embeddings, vocab 50368, a learned position table)
+_MPT = dict(bias=False, learned_pos=True, tied_embeddings=True, dropout=False, flash_attention=True,
+            source="mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml")
+MODELS: dict[str, ModelSpec] = {
+    "mpt-7b": ModelSpec("mpt-7b", 32, 4096, 32, 2048, 50368, **_MPT),
+    "mpt-13b": ModelSpec("mpt-13b", 40, 5120, 40, 2048, 50368, **_MPT),
+    "mpt-30b": ModelSpec("mpt-30b", 48, 7168, 56, 2048, 50368, **_MPT),
+}
 
 #: the cluster kind whose node (GPU, links inside) each GPU of the file sits in
 _NODE = {"a100-80gb": "dgx-a100", "h100-sxm": "dgx-h100"}
@@ -61,9 +73,11 @@ class PublishedRun:
 
     @property
     def predicted(self) -> float:
-        """Predicted throughput in the row's unit: BigScience's count (8 x non-embedding params x
-        tokens) for BLOOM, model TFLOP/s per GPU otherwise."""
+        """Predicted throughput in the row's unit: tokens/s per GPU, BigScience's count (8 x
+        non-embedding params x tokens) for BLOOM, model TFLOP/s per GPU otherwise."""
         est = self._priced()
+        if self.row["unit"] == "tokens/s per GPU":
+            return est.tokens_per_s / est.plan.n_gpus
         if "BigScience" in self.row["unit"]:
             return bigscience_tflops(est.model.non_embedding_params(), est.step_time, est.plan.n_gpus,
                                      est.plan.batch, est.model.seq_len)
@@ -85,7 +99,7 @@ def published_plan(row: dict[str, str]) -> Plan:
     """The row's plan, as its source states it (ZeRO 0 and no recompute where it says nothing)."""
     vp = int(row["vp"] or 1)
     return Plan(dp=int(row["dp"]), tp=int(row["tp"]), pp=int(row["pp"]), cp=int(row["cp"] or 1),
-                zero=int(row["zero"] or 0), micro_batch=int(row["micro_batch"]),
+                zero=int(row["zero"] or 0), zero3_impl=row["zero3_impl"] or "deepspeed", micro_batch=int(row["micro_batch"]),
                 global_batch=int(row["global_batch"]), recompute=row["recompute"] or "none",
                 dtype=row["dtype"], fp32_grads=row["fp32_grads"] == "yes",
                 schedule="interleaved" if vp > 1 else "1f1b", chunks=vp)
@@ -97,9 +111,10 @@ def published_runs() -> list[PublishedRun]:
     for r in read_csv(FILE):
         est = None
         if r["priced"] == "yes":
-            cluster = make_cluster(_NODE[r["gpu"]], int(r["gpus"]), intra=r["intra"],
-                                   inter=LINKS.get(r["inter"], r["inter"]), nics_per_node=int(r["nics_per_node"]))
-            model = get_model(r["model"])
+            inter = None if r["inter"] == "-" else LINKS.get(r["inter"], r["inter"])  # '-': one node
+            cluster = make_cluster(_NODE[r["gpu"]], int(r["gpus"]), intra=r["intra"], inter=inter,
+                                   nics_per_node=int(r["nics_per_node"]))
+            model = MODELS.get(r["model"]) or get_model(r["model"])
             if model.seq_len != int(r["seq_len"]):
                 model = model.with_(seq_len=int(r["seq_len"]))
             est = estimate(model, cluster, published_plan(r))

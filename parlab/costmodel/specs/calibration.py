@@ -9,7 +9,7 @@ checked against is a *validation* row (out-of-sample): ``answers.validation`` re
 and ``bands.STEP_TIME_BAND`` is derived from validation rows only.
 
 ``VALIDATED_*`` is the range the published step-time rows cover (GPU, highest measured MFU on it,
-links inside and between nodes): an estimate outside it is priced all the same, but marked
+links inside and between nodes; calibration and validation rows alike: both are measured runs): an estimate outside it is priced all the same, but marked
 (``plan.validated_range``). ``tests/test_costmodel_validation.py`` recomputes these constants from the
 rows and fails when they drift apart.
 """
@@ -122,11 +122,13 @@ def sample_of(file: str, row: dict[str, str]) -> str:
 
 # -- the validated range -----------------------------------------------------------------------------
 #: GPUs with a published step-time row the model is checked against, and the highest MFU measured on
-#: them (model FLOPs / measured step / peak), rounded down to 1%: A100 80GB, Megatron-LM's 1T run of
-#: Table 1 (39.2%). Recomputed by tests/test_costmodel_validation.py from the rows.
-VALIDATED_MFU: dict[str, float] = {"a100-80gb": 0.39}
+#: them (model FLOPs / measured step / peak), rounded down to 1%: A100 80GB, MPT-7B on one node
+#: without recomputation (64.1%, llm-foundry's benchmark table); H100 SXM, MPT-7B (46.4%).
+#: Recomputed by tests/test_costmodel_validation.py from the rows.
+VALIDATED_MFU: dict[str, float] = {"a100-80gb": 0.64, "h100-sxm": 0.46}
 
-#: links inside a node and between nodes that those rows ran on: Selene's NVLink 3 and HDR InfiniBand
-#: (Megatron-LM 2021, MT-NLG), Jean Zay's Omni-Path (BLOOM-176B)
-VALIDATED_INTRA: frozenset[str] = frozenset({"nvlink3-a100"})
+#: links inside a node and between nodes that those rows ran on: NVLink 3 (Selene, Jean Zay, MosaicML's
+#: A100 nodes) and NVLink 4 (MosaicML's H100 nodes); HDR InfiniBand (Megatron-LM 2021, MT-NLG) and
+#: Jean Zay's Omni-Path (BLOOM-176B). No multi-node H100 row is priced yet.
+VALIDATED_INTRA: frozenset[str] = frozenset({"nvlink3-a100", "nvlink4-h100"})
 VALIDATED_INTER: frozenset[str] = frozenset({"ib-hdr", "omni-path"})
