@@ -116,7 +116,8 @@ def zero_paper_example(n_params: float = 7.5e9, dp: int = 64) -> dict[int, float
 
 
 # -- ZeRO-3 at scale (guide 1.17) ---------------------------------------------------------------
-#: The band the tests hold the ZeRO-3 rows of Narayanan et al. 2021 Table 2 to (issue 19, item 11).
+#: The band the tests hold the ZeRO-3 rows of Narayanan et al. 2021 Table 2 to (issue 19, item 11): an
+#: in-sample band, since ``zero3_overlap`` and the one-port cap were set on these rows (``specs.calibration``).
 ZERO3_BAND = 0.15
 
 
