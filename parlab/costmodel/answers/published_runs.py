@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from parlab.costmodel.plan.estimate import Estimate, estimate
 from parlab.costmodel.plan.spec import Plan
+from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
 from parlab.costmodel.specs.catalogue import get_model
 from parlab.costmodel.specs.cluster import make_cluster
 from parlab.costmodel.specs.links import LinkSpec, custom_link
@@ -105,7 +106,7 @@ def published_plan(row: dict[str, str]) -> Plan:
                 schedule="interleaved" if vp > 1 else "1f1b", chunks=vp)
 
 
-def published_runs() -> list[PublishedRun]:
+def published_runs(assumptions: Assumptions = DEFAULT) -> list[PublishedRun]:
     """Every row of the file, estimated where its ``priced`` column says 'yes'."""
     out = []
     for r in read_csv(FILE):
@@ -117,6 +118,6 @@ def published_runs() -> list[PublishedRun]:
             model = MODELS.get(r["model"]) or get_model(r["model"])
             if model.seq_len != int(r["seq_len"]):
                 model = model.with_(seq_len=int(r["seq_len"]))
-            est = estimate(model, cluster, published_plan(r))
+            est = estimate(model, cluster, published_plan(r), assumptions)
         out.append(PublishedRun(r, est))
     return out

@@ -225,7 +225,8 @@ def samples(assumptions: Assumptions = DEFAULT) -> list[Sample]:
     """Every published row the model is checked against, classified calibration or validation.
 
     The band rule (``derived_step_time_band``) takes the validation rows of production training runs'
-    throughput: MT-NLG, BLOOM-176B and every priced row of ``published_runs.csv``. BLOOM's prelude
+    throughput: MT-NLG, BLOOM-176B and every priced row of ``published_runs.csv`` (MT-NLG is priced
+    with the default assumptions, as ``answers.mtnlg`` does). BLOOM's prelude
     speed rows are validation rows reported beside them but left out of the rule: short exploratory
     runs of a stack in preparation (the chapter reads their memory, not their speed)."""
     t1, t2 = "Narayanan et al. 2021, Table 1", "Narayanan et al. 2021, Table 2"
@@ -254,7 +255,7 @@ def samples(assumptions: Assumptions = DEFAULT) -> list[Sample]:
             for r in mtnlg_rows()]
     out += [Sample(p.row["source"], p.run, p.row["unit"], p.measured, p.predicted, f"±{STEP_TIME_BAND:.0%}",
                    sample_of("published_runs", p.row), p.step_error, True, p.estimate)
-            for p in published_runs() if p.priced]
+            for p in published_runs(assumptions) if p.priced]
     paper = {0: 120, 1: 31.4, 2: 16.6, 3: 1.9}  # Rajbhandari et al. 2020, Figure 1
     out += [Sample("Rajbhandari et al. 2020, Figure 1", f"7.5B, 64 GPUs, ZeRO-{stage}", "model states GB per GPU",
                    paper[stage], gb, "the paper's rounding", "validation") for stage, gb in zero_paper_example().items()]
