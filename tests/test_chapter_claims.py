@@ -81,8 +81,9 @@ def test_the_ways_out_of_guide_1_12_beside_the_naive_split():
 
 
 def test_chapter_10s_1_18_verdict_and_chapter_15s_overlap_claim_use_the_shared_band():
-    """Chapter 10: TP over PCIe beats the best plan without TP on a 10 GbE cluster by more than the
-    band; chapter 15: with perfect overlap ZeRO-3 ties 3D at 512 GPUs, and is beyond the band at 1,024."""
+    """Chapter 10: TP over PCIe ranks above the best plan without TP on a 10 GbE cluster, but inside
+    the out-of-sample band (issue 30: +-25%, a 67% comparison band), so it is a tie, not a verdict;
+    chapter 15: with perfect overlap ZeRO-3 ties 3D at 512 GPUs, and is beyond the band at 1,024."""
     from parlab.costmodel import get_model
     from parlab.costmodel.answers.scenarios import tp_without_nvlink, zero3_vs_3d
     from parlab.costmodel.specs.assumptions import DEFAULT
@@ -90,7 +91,7 @@ def test_chapter_10s_1_18_verdict_and_chapter_15s_overlap_claim_use_the_shared_b
 
     gpt3 = get_model("gpt3-175b")
     _, best, no_tp = tp_without_nvlink(gpt3, 1024, 1536, "pcie-10gbe", slowdowns=(1,)).rows[0]
-    assert best.plan.tp > 1 and no_tp.plan.tp == 1 and not is_tie(no_tp.step_time / best.step_time - 1)
+    assert best.plan.tp > 1 and no_tp.plan.tp == 1 and is_tie(no_tp.step_time / best.step_time - 1)
     at512, at1024 = zero3_vs_3d(gpt3, [512, 1024], 2048, assumptions=DEFAULT.with_(zero3_overlap=1.0))
     margin = [p.three_d.model_tflops_per_gpu / p.zero3.model_tflops_per_gpu - 1 for p in (at512, at1024)]
     assert margin[0] > 0 and is_tie(margin[0]) and not is_tie(margin[1])

@@ -51,7 +51,7 @@ def test_the_zero3_plan_perfect_overlap_put_first_now_needs_more_hiding_than_it_
 
 
 # -- parlab.costmodel.search.advisor: the advice in plain words, beside the guide's rules (guide 3.3-3.5) ----
-from parlab.costmodel import make_cluster, search  # noqa: E402
+from parlab.costmodel import estimate, make_cluster, search  # noqa: E402
 from parlab.costmodel.plan.spec import Plan  # noqa: E402
 from parlab.costmodel.search.advisor import (  # noqa: E402
     SCENARIO_CHOICES,
@@ -63,6 +63,7 @@ from parlab.costmodel.search.advisor import (  # noqa: E402
     layout,
     scenario_rows,
     scenario_verdict,
+    validated_mark,
 )
 from parlab.costmodel.specs.bands import (  # noqa: E402
     MEGATRON_BAND,
@@ -105,7 +106,7 @@ def test_guide_3_4_one_node_agrees_where_memory_decides():
 
 def test_guide_3_4_pp_without_nvlink_ties_with_zero_for_a_7b_model():
     """ZeRO ranks first, but the guide's PP plan is slower by less than the model can resolve
-    (two predictions, each within the validated +-10%): a tie, and the text says so."""
+    (two predictions, each within the validated band): a tie, and the text says so."""
     v = _verdict("llama-7b", 8, "pcie-10gbe")
     assert not v.agrees and v.advice.best.plan.pp == 1 and v.advice.best.plan.zero >= 1
     assert v.guides_best.plan.pp > 1 and 0 < v.slowdown < comparison_band()
@@ -114,14 +115,15 @@ def test_guide_3_4_pp_without_nvlink_ties_with_zero_for_a_7b_model():
 
 
 def test_a_verdict_is_a_tie_exactly_when_its_margin_is_inside_the_validated_band():
-    """The band is the one in validation (Megatron Table 1's +-10%); two predictions each within
-    it can swap order when they are less than (1.1 / 0.9 - 1) = 22.2% apart."""
-    assert STEP_TIME_BAND == MEGATRON_BAND == 0.10
-    assert comparison_band() == pytest.approx(1.1 / 0.9 - 1)
+    """The band is the out-of-sample one (``bands.STEP_TIME_BAND``, +-25%, wider than Table 1's
+    in-sample +-10%); two predictions each within it can swap order when they are less than
+    (1.25 / 0.75 - 1) = 66.7% apart."""
+    assert STEP_TIME_BAND == 0.25 and MEGATRON_BAND == 0.10
+    assert comparison_band() == pytest.approx(1.25 / 0.75 - 1)
     worst_swap = (1 + STEP_TIME_BAND) / (1 - STEP_TIME_BAND)  # slower one predicted high, faster low
     assert is_tie(worst_swap - 1 - 1e-9) and not is_tie(worst_swap - 1 + 1e-9)
-    assert is_tie(0.107) and is_tie(0.116) and not is_tie(0.30)  # chapter 10's former "disagreements"
-    assert "±10%" in margin_verdict(0.3) and "beyond" in margin_verdict(0.3)
+    assert is_tie(0.107) and is_tie(0.30) and not is_tie(0.70)
+    assert "±25%" in margin_verdict(0.7) and "beyond" in margin_verdict(0.7)
 
 
 def test_guide_3_5_several_nodes_agrees_on_fast_and_slow_networks():
@@ -151,6 +153,7 @@ def test_the_scenarios_cover_every_branch_of_the_guide_s_tree_and_the_table_matc
     assert [r[5] for r in rows] == [{"agrees": "yes", "tie": "tie", "differs": "no"}[o] for o in outcomes]
     for r, (_, v) in zip(rows, guide_scenarios(), strict=True):
         assert r[6] == round(v.advice.best.step_time, 2) and r[8] == v.why()
+        assert r[9] == validated_mark(v.advice.best)
     assert scenario_verdict(SCENARIOS[0]) is guide_scenarios()[0][1]  # cached, shared with the faces
 
 
@@ -232,3 +235,50 @@ def test_megatron_sp_ulysses_and_ring_attention_are_three_things_in_the_table():
     rows, headers = framework_rows()
     row = rows[list(by).index("DeepSpeed")]
     assert row[headers.index("TP")] == row[headers.index("CP")] == "yes" and row[headers.index("SP")] == ""
+
+
+# -- the validated range (issue 30, item 3.4) ---------------------------------------------------
+def test_a_plan_outside_the_validated_range_says_why_and_is_ranked_all_the_same():
+    """PCIe + 10 GbE was never validated, nor a GPU without a published row (the A800), nor an MFU
+    above the highest measured on that GPU: the estimate says so, explain() and the advisor print it,
+    and the ranking is the search's, unchanged."""
+    from parlab.costmodel.plan.validated_range import outside_validated_range
+    from parlab.costmodel.specs.calibration import VALIDATED_MFU
+
+    poor = advise("llama-7b", make_cluster("pcie-10gbe", 16), 64, **SCENARIO_CHOICES)
+    reasons = poor.best.outside_validated
+    assert any("pcie" in r and "inside a node" in r for r in reasons)
+    assert any("10gbe" in r and "between nodes" in r for r in reasons)
+    assert poor.best.plan == search("llama-7b", make_cluster("pcie-10gbe", 16), 64, **SCENARIO_CHOICES).best().plan
+    assert any(line.startswith("Outside the validated range") for line in poor.reasons())
+    assert "outside the validated range: " + "; ".join(reasons) in poor.best.explain()
+    assert validated_mark(poor.best).startswith("outside: ")
+
+    a800 = estimate("llama-7b", make_cluster("a800-hdr", 8), Plan(dp=8, micro_batch=1, global_batch=64,
+                                                                    recompute="full", zero=1))
+    assert a800.outside_validated == (
+        "no published run on a800-80gb was validated (validated: a100-80gb, h100-sxm)",
+        "the link inside a node, nvlink3-a800, was never validated (validated: nvlink3-a100, nvlink4-h100)")
+
+    selene = make_cluster("dgx-a100", 8)
+    assert outside_validated_range(selene, VALIDATED_MFU["a100-80gb"]) == ()
+    assert outside_validated_range(selene, 0.70) == ("MFU 70% is above the highest validated on a100-80gb (64%)",)
+    fast = advise("llama-7b", selene, 64, **SCENARIO_CHOICES).best  # chapter 10's LLaMA-7B on one DGX
+    assert ("MFU" in validated_mark(fast)) == (fast.mfu > VALIDATED_MFU["a100-80gb"])
+
+
+def test_the_published_runs_lie_inside_the_validated_range_but_for_an_mfu_above_the_measured():
+    """Every priced published run (Table 1 on Selene, MT-NLG, BLOOM-176B, MPT on one node) is inside on
+    GPU and links; an MFU reason appears only where the model predicts more than was ever measured on
+    that GPU: the range is the measured one, not the model's."""
+    from parlab.costmodel.answers.validation import samples
+    from parlab.costmodel.specs.calibration import VALIDATED_MFU
+
+    timed = [s.estimate for s in samples() if s.measured_mfu is not None]
+    assert len(timed) >= 20
+    for est in timed:
+        high = est.mfu > VALIDATED_MFU[est.cluster.gpu.name]
+        assert est.outside_validated == ((f"MFU {est.mfu:.0%} is above the highest validated on "
+                                          f"{est.cluster.gpu.name} ({VALIDATED_MFU[est.cluster.gpu.name]:.0%})",)
+                                         if high else ())
+    assert any(validated_mark(est) == "yes" for est in timed)

@@ -146,4 +146,117 @@ def test_the_readme_lists_every_validated_run_with_its_error():
     assert readme_table() in readme
     rows = validation_rows()
     assert sum("Table 2" in r[0] for r in rows) == 6 and sum("Table 1" in r[0] for r in rows) == 10
-    assert sum("BLOOM" in r[0] for r in rows) == 3
+    assert sum("BLOOM prelude" in r[0] for r in rows) == 6  # memory and speed of three runs
+    assert {r[-1] for r in rows} == {"calibration", "validation"}
+
+
+# -- calibration and validation apart (issue 30, item 3) ----------------------------------------
+@pytest.fixture(scope="module")
+def published():
+    from parlab.costmodel.answers.validation import samples
+
+    return samples()
+
+
+def test_every_assumption_names_the_rows_it_was_set_on_in_one_table():
+    """Each field of Assumptions has one entry in the calibration table; an entry set on rows names
+    rows that exist; Table 1 set matmul_efficiency, the ZeRO-3 rows of Table 2 zero3_overlap and the
+    one-port cap."""
+    from dataclasses import fields
+
+    from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
+    from parlab.costmodel.specs.calibration import CALIBRATION, calibration
+
+    names = [c.field for c in CALIBRATION]
+    assert len(names) == len(set(names)) and {f.name for f in fields(Assumptions)} <= set(names)
+    for f in fields(Assumptions):
+        assert f"{f.name} = {calibration(f.name).value}" in DEFAULT.describe()
+    for c in CALIBRATION:
+        for rs in c.rows:
+            assert any(rs.matches(rs.file, r) for r in read_csv(rs.file)), rs.describe()
+    assert calibration("matmul_efficiency").rows[0].file == "megatron2021_weak_scaling"
+    assert calibration("zero3_overlap").rows == calibration(
+        "plan.step_time.zero3_bandwidth (one port per GPU across nodes)").rows
+    assert "specs.calibration" in (Assumptions.__doc__ or "") + __import__(
+        "parlab.costmodel.specs.assumptions", fromlist=["x"]).__doc__
+
+
+def test_calibration_rows_are_the_ones_an_assumption_was_set_on_and_every_other_row_validates(published):
+    by = {}
+    for s in published:
+        by.setdefault((s.source.split(",")[0], s.sample), 0)
+        by[(s.source.split(",")[0], s.sample)] += 1
+    calibration = {k: n for k, n in by.items() if k[1] == "calibration"}
+    assert calibration == {("Narayanan et al. 2021", "calibration"): 16}  # Table 1 (10) and ZeRO-3 (6)
+    assert all(s.sample == "validation" for s in published if "MT-NLG" in s.source or "BLOOM" in s.source)
+    assert all(not s.in_band_rule for s in published if s.sample == "calibration")
+
+
+def test_in_sample_and_out_of_sample_errors_are_reported_apart(published):
+    from parlab.costmodel.answers.validation import in_sample_summary, out_of_sample_summary
+
+    inside, outside = in_sample_summary(published), out_of_sample_summary(published)
+    assert inside.n == 16 and abs(inside.worst) < 0.10  # what it was set on, it reproduces
+    assert outside.n == 10 and outside.mean < 0 and abs(outside.worst) > 0.20  # MT-NLG, MPT on H100: optimistic
+    every = out_of_sample_summary(published, band_rule_only=False)
+    assert every.n == 13 and abs(every.worst) > abs(outside.worst)  # BLOOM's prelude speed, reported beside
+
+
+def test_the_verdict_band_is_derived_from_out_of_sample_rows_only(published):
+    """The rule: the largest absolute step-time error of the validation rows of production runs,
+    rounded up to the next 5%; bands.STEP_TIME_BAND must be what those rows give."""
+    import math
+
+    from parlab.costmodel.answers.validation import derived_step_time_band
+    from parlab.costmodel.specs.bands import STEP_TIME_BAND
+
+    rule = [s for s in published if s.in_band_rule]
+    assert rule and all(s.sample == "validation" and s.step_error is not None for s in rule)
+    worst = max(abs(s.step_error) for s in rule)
+    assert derived_step_time_band(published) == pytest.approx(math.ceil(worst / 0.05) * 0.05)
+    assert STEP_TIME_BAND == pytest.approx(derived_step_time_band(published))
+
+
+def test_the_validated_range_is_the_range_the_published_step_time_rows_cover(published):
+    """specs.calibration's constants, recomputed: GPUs with a step-time row, the highest MFU measured
+    on each (rounded down to 1%), the links inside and between nodes of those rows."""
+    from parlab.costmodel.specs.calibration import VALIDATED_INTER, VALIDATED_INTRA, VALIDATED_MFU
+
+    timed = [s for s in published if s.measured_mfu is not None]
+    gpus = {s.estimate.cluster.gpu.name for s in timed}
+    assert set(VALIDATED_MFU) == gpus
+    for gpu in gpus:
+        top = max(s.measured_mfu for s in timed if s.estimate.cluster.gpu.name == gpu)
+        assert VALIDATED_MFU[gpu] == pytest.approx(int(top * 100) / 100)
+    assert VALIDATED_INTRA == {s.estimate.cluster.intra.name for s in timed}
+    assert VALIDATED_INTER == {s.estimate.cluster.inter.name for s in timed if s.estimate.cluster.nodes > 1}
+
+
+def test_every_published_run_is_cited_and_says_whether_it_is_priced():
+    """published_runs.csv: a header naming its sources, each row a source, a layout whose degrees
+    multiply to its GPUs, and 'yes' or why not in `priced`; every priced row is estimated."""
+    from parlab.costmodel.answers.published_runs import published_runs
+    from parlab.data import source
+
+    header = source("published_runs")
+    assert "Dubey et al. 2024" in header and "performance_summary.md" in header and "BLOOM" in header
+    runs = published_runs()
+    assert len(runs) == len(read_csv("published_runs")) >= 15
+    for p in runs:
+        r = p.row
+        assert r["source"] and r["unit"] and float(r["measured"]) > 0
+        assert int(r["tp"]) * int(r["pp"]) * int(r["cp"]) * int(r["dp"]) == int(r["gpus"]), p.run
+        assert r["priced"] == "yes" if p.priced else p.refused and r["priced"].startswith("no: ")
+    assert sum(p.priced for p in runs) >= 1
+    assert {p.run for p in runs if "Dubey" in p.row["source"]} == {
+        "Llama 3 405B 8K on 8192 GPUs", "Llama 3 405B 8K on 16384 GPUs", "Llama 3 405B 128K on 16384 GPUs"}
+
+
+def test_every_csv_of_published_data_cites_its_source():
+    from importlib import resources
+
+    from parlab.data import source
+
+    for f in resources.files("parlab.data").iterdir():
+        if f.name.endswith(".csv"):
+            assert len(source(f.name[:-4])) > 40, f.name

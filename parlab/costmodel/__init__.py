@@ -38,9 +38,11 @@ from parlab.costmodel.answers.single_gpu import Lever, lora_params, one_gpu_leve
 from parlab.costmodel.answers.validation import (
     bloom_summary,
     bloom_table,
+    in_sample_summary,
     megatron_summary,
     megatron_table1,
     megatron_zero3,
+    out_of_sample_summary,
     zero_paper_example,
 )
 from parlab.costmodel.plan.estimate import Estimate, Term, estimate, most_loaded_stage
@@ -112,6 +114,7 @@ from parlab.costmodel.search.advisor import Advice, advise
 from parlab.costmodel.search.ranking import SearchResult, candidate_plans, factorizations, search
 from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
 from parlab.costmodel.specs.bands import BLOOM_MEMORY_BAND, MEGATRON_BAND
+from parlab.costmodel.specs.calibration import CALIBRATION
 from parlab.costmodel.specs.catalogue import MODELS, get_model
 from parlab.costmodel.specs.cluster import CLUSTERS, MAX_GPUS, Cluster, make_cluster
 from parlab.costmodel.specs.fp8 import FP8_RECIPES, FP8Recipe, get_fp8_recipe
@@ -150,6 +153,7 @@ __all__ = [
     "megatron_eq2_params", "megatron_flops_per_iteration", "model_state_memory", "most_loaded_stage",
     "parse_size", "rank_of", "ring_time", "search", "stage_activations", "stage_memory", "stage_params",
     "step_flops", "step_time", "train_flops_6nd", "training_seconds", "tree_time", "zero_model_states",
+    "CALIBRATION", "in_sample_summary", "out_of_sample_summary",
     "BLOOM_MEMORY_BAND", "MEGATRON_BAND", "TRAINING_DTYPES", "Zero3VsZero2", "bloom_summary", "megatron_summary",
     "term_table", "tp_without_nvlink", "training_dtype", "zero3_gathered_params", "zero3_ranking", "zero3_units",
     "zero3_vs_zero2", "attention_score_bytes", "Lever", "lora_params", "one_gpu_levers", "fp32_gradient_copy", "megatron_zero3",

@@ -11,5 +11,8 @@ The top floor: it imports every layer below and nothing imports it but the faces
     mtnlg.py          MT-NLG 530B's layout priced
     frameworks.py     which framework provides which strategy (guide 3.2)
     stacks.py         published framework stacks (data/stack_runs.csv)
-    validation.py     the model against Megatron-LM, BLOOM and the ZeRO-3 rows
+    validation.py     the model against published runs, calibration and validation rows apart
+    errors.py         a row's signed error and a set's summary
+    bloom_prelude.py  BLOOM's preparation runs (guide 2.3): memory and speed
+    published_runs.py published runs of data/published_runs.csv, priced where the model can
 """

@@ -97,7 +97,7 @@ class MegatronTwin:
 def megatron_twin() -> MegatronTwin:
     """The 529.6B row of Table 1 priced as ``validation.megatron_table1`` prices it (the same plan,
     without the search for the advised one): the same layout, Megatron-LM's stack."""
-    from parlab.costmodel.answers.validation import MEGATRON_TABLE1_RUNS, megatron_model
+    from parlab.costmodel.answers.megatron_runs import MEGATRON_TABLE1_RUNS, megatron_model
 
     r = next(r for r in read_csv("megatron2021_weak_scaling") if (r["tp"], r["pp"]) == ("8", "35"))
     tp, pp, n, batch = int(r["tp"]), int(r["pp"]), int(r["gpus"]), int(r["global_batch"])

@@ -1,59 +1,54 @@
-"""How far to trust the cost model: its predictions next to published measurements.
+"""How far to trust the cost model: its predictions next to published measurements, calibration and
+validation apart.
 
 * Megatron-LM 2021, Table 1 (``parlab.data`` megatron2021_weak_scaling): TFLOP/s per GPU on
   Selene for ten GPT models from 1.7B to 1T parameters, one set of A100 defaults for all rows.
-* BLOOM's preparation runs (bloom_prelude_experiments, guide 2.3): peak memory per GPU and the
-  TFLOP/s BigScience computed with their own formula.
 * Megatron-LM 2021, Table 2 (megatron2021_zero3, megatron2021_zero3_530b): TFLOP/s per GPU of
   ZeRO-3 without model parallelism, GPT-3 175B and 530B, 384 to 2,240 GPUs.
+* BLOOM's preparation runs (``answers.bloom_prelude``, guide 2.3): peak memory per GPU and the
+  TFLOP/s BigScience computed with their own formula.
+* MT-NLG 530B's step times (``answers.mtnlg``) and the published runs of ``published_runs.csv``
+  (BLOOM-176B; Llama 3 405B and NeMo's H100 rows, kept with why they are not priced yet).
 * The ZeRO paper's worked example (7.5B parameters on 64 GPUs).
 
-``STEP_TIME_BAND`` is the one error band every verdict against the guide uses (``margin_verdict``);
-``readme_table`` is the README's list of every run above with its error.
+Each published row is a *calibration* row when a number of the model was set on it
+(``specs.calibration.CALIBRATION``: Table 1 for ``matmul_efficiency``, the ZeRO-3 rows of Table 2
+for ``zero3_overlap`` and the one-port cap) and a *validation* row otherwise; ``samples`` lists
+them all, ``in_sample_summary`` and ``out_of_sample_summary`` report their step-time errors apart,
+and ``derived_step_time_band`` is the rule ``specs.bands.STEP_TIME_BAND`` follows, on validation
+rows only. ``readme_table`` is the README's list of every row with its error and its set.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
+from parlab.costmodel.answers.bloom_prelude import (
+    BloomRow,
+    bloom_model,
+    bloom_rows,
+    bloom_summary,
+    bloom_table,
+)
+from parlab.costmodel.answers.errors import ErrorSummary, VsMeasured
+from parlab.costmodel.answers.megatron_runs import MEGATRON_TABLE1_RUNS, megatron_model
+from parlab.costmodel.answers.mtnlg import mtnlg_rows
+from parlab.costmodel.answers.published_runs import bigscience_tflops, published_runs
 from parlab.costmodel.plan.estimate import Estimate, estimate
 from parlab.costmodel.plan.memory.zero import zero_model_states
 from parlab.costmodel.plan.spec import Plan
 from parlab.costmodel.search.ranking import search
 from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
-from parlab.costmodel.specs.bands import BLOOM_MEMORY_BAND, MEGATRON_BAND
+from parlab.costmodel.specs.bands import BLOOM_MEMORY_BAND, MEGATRON_BAND, STEP_TIME_BAND
+from parlab.costmodel.specs.calibration import sample_of
 from parlab.costmodel.specs.catalogue import get_model
 from parlab.costmodel.specs.cluster import make_cluster
-from parlab.costmodel.specs.models import ModelSpec
 from parlab.data import read_csv
-
-#: micro-batch size and interleaving (v = layers / pp / layers-per-virtual-stage) of each Table 1
-#: row, which the paper does not print: NVIDIA/Megatron-LM examples/sc21/run_table_1.sh.
-MEGATRON_TABLE1_RUNS: dict[float, tuple[int, int]] = {
-    1.7: (16, 1), 3.6: (16, 1), 7.5: (16, 1), 18.4: (8, 1), 39.1: (4, 1), 76.1: (2, 3),
-    145.6: (2, 2), 310.1: (1, 2), 529.6: (1, 3), 1008.0: (1, 1),
-}
-
-
-class _VsMeasured:
-    """A row's predicted TFLOP/s per GPU (its ``estimate``) and the signed relative error against
-    its ``measured`` TFLOP/s per GPU: (predicted - measured) / measured."""
-
-    estimate: Estimate
-    measured: float
-
-    @property
-    def predicted(self) -> float:
-        return self.estimate.hardware_tflops_per_gpu
-
-    @property
-    def error(self) -> float:
-        """(predicted - measured) / measured."""
-        return self.predicted / self.measured - 1
 
 
 @dataclass(frozen=True)
-class MegatronRow(_VsMeasured):
+class MegatronRow(VsMeasured):
     """One row of Table 1: the measured TFLOP/s, ours with the published micro-batch and
     schedule (``estimate``), and ours with the advisor's micro-batch and schedule for the same
     dp/tp/pp (``advised``)."""
@@ -70,13 +65,6 @@ class MegatronRow(_VsMeasured):
     @property
     def advised_error(self) -> float:
         return self.advised.hardware_tflops_per_gpu / self.measured - 1
-
-
-def megatron_model(row: dict[str, str]) -> ModelSpec:
-    """The GPT model of a Table 1 row (seq 2048, vocab 51200): GPT's block of Table 2 (dropout, no
-    FlashAttention, which postdates the 2021 runs)."""
-    return ModelSpec(f"gpt-{row['params_b']}b", int(row["layers"]), int(row["hidden"]), int(row["heads"]),
-                     2048, 51200, source="Narayanan et al. 2021, Table 1")
 
 
 def megatron_table1(assumptions: Assumptions = DEFAULT) -> list[MegatronRow]:
@@ -115,145 +103,9 @@ def megatron_rows(rows: list[MegatronRow]) -> tuple[list[list[object]], list[str
     return out, headers
 
 
-@dataclass(frozen=True)
-class ErrorSummary:
-    """How a set of predictions misses its measurements: the signed relative errors, how many are
-    high, their mean (the bias) and the largest in size, against the ``band`` the tests hold."""
-
-    errors: tuple[float, ...]
-    band: float
-
-    @property
-    def n(self) -> int:
-        return len(self.errors)
-
-    @property
-    def high(self) -> int:
-        """How many predictions are above their measurement."""
-        return sum(e > 0 for e in self.errors)
-
-    @property
-    def mean(self) -> float:
-        """Mean signed error: the systematic part (a bias), as opposed to scatter."""
-        return sum(self.errors) / self.n
-
-    @property
-    def worst(self) -> float:
-        """The signed error of largest size."""
-        return max(self.errors, key=abs)
-
-    @property
-    def within_band(self) -> bool:
-        return all(abs(e) < self.band for e in self.errors)
-
-    def describe(self, what: str) -> str:
-        inside = "all within" if self.within_band else "NOT all within"
-        return (f"{what}: {self.high} of {self.n} predictions high, mean error {self.mean:+.1%}, "
-                f"largest {self.worst:+.1%}; {inside} the tested ±{self.band:.0%}")
-
-
 def megatron_summary(rows: list[MegatronRow], advised: bool = False) -> ErrorSummary:
     """The errors of Table 1 (with the published micro-batch and schedule, or the advisor's)."""
     return ErrorSummary(tuple(r.advised_error if advised else r.error for r in rows), MEGATRON_BAND)
-
-
-# -- BLOOM (guide 2.3) ----------------------------------------------------------------------------
-def bloom_model(layers: int, heads: int) -> ModelSpec:
-    """A BLOOM-preparation shape: hidden 14400, ALiBi (no position table), embedding LayerNorm.
-
-    GPT's block as Korthikanti et al. 2022, Table 2 counts it (GeLU 4h, LayerNorm with biases,
-    dropout masks): Megatron-DeepSpeed's fused softmax, no FlashAttention (which appeared in May
-    2022, after these February 2022 runs)."""
-    return ModelSpec(f"bloom-prelude-{layers}l", layers, 14400, heads, 2048, 250880, bias=True, learned_pos=False,
-                     tied_embeddings=True, embedding_norm=True,
-                     source="BigScience tr11-176B-ml chronicles-prequel (2022-02-17)")
-
-
-def bigscience_tflops(non_embedding_params: float, seconds: float, gpus: int, batch: int = 2048,
-                      seq: int = 2048) -> float:
-    """TFLOP/s per GPU the way the BLOOM table computed it: params x 4 x 2 x seq x batch /
-    (time x GPUs) - four passes (forward, recompute, backward x 2) of 2 FLOPs per parameter per
-    token, no attention-score or logit FLOPs."""
-    return non_embedding_params * 4 * 2 * seq * batch / (seconds * gpus) / 1e12
-
-
-@dataclass(frozen=True)
-class BloomRow:
-    gpus: int
-    size: str
-    dp: int
-    tp: int
-    pp: int
-    measured_gb: float
-    reported_tflops: float
-    seconds: float
-    estimate: Estimate
-
-    @property
-    def predicted_gb(self) -> float:
-        return self.estimate.memory_total / 1e9
-
-    @property
-    def memory_error(self) -> float:
-        return self.predicted_gb / self.measured_gb - 1
-
-    @property
-    def recomputed_tflops(self) -> float:
-        """BigScience's formula applied to their measured time: should equal the reported value."""
-        return bigscience_tflops(self.estimate.model.non_embedding_params(), self.seconds, self.gpus)
-
-    @property
-    def predicted_tflops(self) -> float:
-        """BigScience's formula applied to our predicted step time."""
-        return bigscience_tflops(self.estimate.model.non_embedding_params(), self.estimate.step_time, self.gpus)
-
-    @property
-    def predicted_seconds(self) -> float:
-        return self.estimate.step_time
-
-    @property
-    def flops_ratio(self) -> float:
-        """FLOPs the GPUs really execute per step (Eq. 3 with recomputation: attention scores and
-        the logits over a 250k vocabulary included) / the FLOPs BigScience's formula counts."""
-        counted = self.estimate.model.non_embedding_params() * 4 * 2 * self.estimate.model.seq_len * 2048
-        return self.estimate.flops[1] / counted
-
-    @property
-    def deepspeed_bf16_extra_gb(self) -> float:
-        """What DeepSpeed's bf16 optimizer of early 2022 kept on top of our accounting: the bf16
-        gradients beside the fp32 ones (2 B/param) and an un-partitioned fp32 master copy
-        (4 (1 - 1/dp) B/param): deepspeed/runtime/bf16_optimizer.py of the time keeps a full fp32 copy
-        and marks tracking only this partition's fp32 parameters as still to do."""
-        return self.estimate.stage.params * (2 + 4 * (1 - 1 / self.dp)) / 1e9
-
-
-def bloom_table(assumptions: Assumptions = DEFAULT) -> list[BloomRow]:
-    """The three BLOOM preparation runs: A100 80GB, bf16 with fp32 gradient accumulation
-    (DeepSpeed's bf16 optimizer), ZeRO-1, micro-batch 1, global batch 2048, full recompute."""
-    rows = []
-    for r in read_csv("bloom_prelude_experiments"):
-        dp, tp, pp, n = int(r["dp"]), int(r["tp"]), int(r["pp"]), int(r["gpus"])
-        plan = Plan(dp=dp, tp=tp, pp=pp, zero=1, micro_batch=int(r["micro_batch"]), global_batch=2048,
-                    recompute="full", dtype="bf16", fp32_grads=True)
-        est = estimate(bloom_model(int(r["layers"]), int(r["heads"])), make_cluster("dgx-a100", n), plan,
-                       assumptions)
-        rows.append(BloomRow(n, r["size"], dp, tp, pp, float(r["mem_gb"]), float(r["tflops_per_gpu"]),
-                             float(r["seconds_per_iteration"]), est))
-    return rows
-
-
-def bloom_rows(rows: list[BloomRow]) -> tuple[list[list[object]], list[str]]:
-    out = [[r.gpus, r.size, f"{r.dp}/{r.tp}/{r.pp}", r.measured_gb, round(r.predicted_gb, 1),
-            f"{r.memory_error:+.1%}", r.reported_tflops, round(r.recomputed_tflops, 2),
-            round(r.predicted_tflops, 1)] for r in rows]
-    headers = ["GPUs", "size", "dp/tp/pp", "mem (GB)", "predicted", "error", "TFLOP/s reported",
-               "recomputed", "predicted"]
-    return out, headers
-
-
-def bloom_summary(rows: list[BloomRow]) -> ErrorSummary:
-    """The peak-memory errors of the BLOOM rows."""
-    return ErrorSummary(tuple(r.memory_error for r in rows), BLOOM_MEMORY_BAND)
 
 
 # -- ZeRO paper ---------------------------------------------------------------------------------
@@ -264,12 +116,13 @@ def zero_paper_example(n_params: float = 7.5e9, dp: int = 64) -> dict[int, float
 
 
 # -- ZeRO-3 at scale (guide 1.17) ---------------------------------------------------------------
-#: The band the tests hold the ZeRO-3 rows of Narayanan et al. 2021 Table 2 to (issue 19, item 11).
+#: The band the tests hold the ZeRO-3 rows of Narayanan et al. 2021 Table 2 to (issue 19, item 11): an
+#: in-sample band, since ``zero3_overlap`` and the one-port cap were set on these rows (``specs.calibration``).
 ZERO3_BAND = 0.15
 
 
 @dataclass(frozen=True)
-class Zero3Row(_VsMeasured):
+class Zero3Row(VsMeasured):
     """One row of Narayanan et al. 2021, Table 2: the measured TFLOP/s per GPU of ZeRO-3 (no model
     parallelism) and of PTD-P at the same GPU count (None where the paper has none), and our
     estimate of the same ZeRO-3 run."""
@@ -334,34 +187,128 @@ def zero3_scaling(rows: list[Zero3Row], params_b: float = 174.6) -> tuple[float,
     return mine[-1].measured / mine[0].measured, mine[-1].predicted / mine[0].predicted
 
 
+# -- calibration and validation apart --------------------------------------------------------------
+@dataclass(frozen=True)
+class Sample:
+    """One published measurement beside the model's prediction: where it comes from, what is
+    compared, its ``sample`` ('calibration': a number of the model was set on it; 'validation': none
+    was, ``specs.calibration.sample_of``), and for throughput rows the step-time error
+    (predicted step / measured step - 1; negative: the model is optimistic). ``in_band_rule``: the
+    row is one of those ``STEP_TIME_BAND`` is derived from."""
+
+    source: str
+    run: str
+    compared: str
+    measured: float
+    predicted: float
+    band: str
+    sample: str
+    step_error: float | None = None
+    in_band_rule: bool = False
+    estimate: Estimate | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def error(self) -> float:
+        """(predicted - measured) / measured, in the compared quantity."""
+        return self.predicted / self.measured - 1
+
+    @property
+    def measured_mfu(self) -> float | None:
+        """The MFU the measured run reached: the estimate's model FLOPs over the measured step (None
+        for a memory row)."""
+        if self.step_error is None or self.estimate is None:
+            return None
+        return self.estimate.mfu * (1 + self.step_error)
+
+
+def samples(assumptions: Assumptions = DEFAULT) -> list[Sample]:
+    """Every published row the model is checked against, classified calibration or validation.
+
+    The band rule (``derived_step_time_band``) takes the validation rows of production training runs'
+    throughput: MT-NLG, BLOOM-176B and every priced row of ``published_runs.csv`` (MT-NLG is priced
+    with the default assumptions, as ``answers.mtnlg`` does). BLOOM's prelude
+    speed rows are validation rows reported beside them but left out of the rule: short exploratory
+    runs of a stack in preparation (the chapter reads their memory, not their speed)."""
+    t1, t2 = "Narayanan et al. 2021, Table 1", "Narayanan et al. 2021, Table 2"
+    out = [Sample(t1, f"GPT {r.params_b:g}B, {r.gpus:,} GPUs, dp/tp/pp {r.dp}/{r.tp}/{r.pp}", "TFLOP/s per GPU",
+                  r.measured, r.predicted, f"±{MEGATRON_BAND:.0%}",
+                  sample_of("megatron2021_weak_scaling", {"params_b": f"{r.params_b:g}"}), r.measured / r.predicted - 1,
+                  estimate=r.estimate)
+           for r in megatron_table1(assumptions)]
+    out += [Sample(t2, f"ZeRO-3 {r.params_b:g}B, {r.gpus:,} GPUs, micro-batch {r.micro_batch}", "TFLOP/s per GPU",
+                   r.measured, r.predicted, f"±{ZERO3_BAND:.0%}",
+                   sample_of("megatron2021_zero3", {"scheme": "zero3"}), r.measured / r.predicted - 1,
+                   estimate=r.estimate)
+            for r in megatron_zero3(assumptions)]
+    bloom, prelude = bloom_table(assumptions), "BigScience BLOOM prelude (guide 2.3)"
+    out += [Sample(prelude, f"{r.size}, {r.gpus} GPUs, dp/tp/pp {r.dp}/{r.tp}/{r.pp}", "peak GB per GPU",
+                   r.measured_gb, r.predicted_gb, f"±{BLOOM_MEMORY_BAND:.0%}",
+                   sample_of("bloom_prelude_experiments", {"gpus": str(r.gpus)})) for r in bloom]
+    out += [Sample(prelude, f"{r.size}, {r.gpus} GPUs, dp/tp/pp {r.dp}/{r.tp}/{r.pp}", "TFLOP/s per GPU (BigScience's count)",
+                   r.reported_tflops, round(r.predicted_tflops, 1), "none: exploratory, not in the band rule",
+                   sample_of("bloom_prelude_experiments", {"gpus": str(r.gpus)}), r.reported_tflops / r.predicted_tflops - 1,
+                   estimate=r.estimate)
+            for r in bloom]
+    out += [Sample("Smith et al. 2022 (MT-NLG), Sec. 2.4", f"530B, {r.gpus:,} GPUs, dp/tp/pp {r.dp}/8/35", "step time (s)",
+                   r.step, r.estimate.step_time, f"±{STEP_TIME_BAND:.0%}",
+                   sample_of("mtnlg2022_throughput", {"gpus": str(r.gpus)}), r.step_error, True, r.estimate)
+            for r in mtnlg_rows()]
+    out += [Sample(p.row["source"], p.run, p.row["unit"], p.measured, p.predicted, f"±{STEP_TIME_BAND:.0%}",
+                   sample_of("published_runs", p.row), p.step_error, True, p.estimate)
+            for p in published_runs(assumptions) if p.priced]
+    paper = {0: 120, 1: 31.4, 2: 16.6, 3: 1.9}  # Rajbhandari et al. 2020, Figure 1
+    out += [Sample("Rajbhandari et al. 2020, Figure 1", f"7.5B, 64 GPUs, ZeRO-{stage}", "model states GB per GPU",
+                   paper[stage], gb, "the paper's rounding", "validation") for stage, gb in zero_paper_example().items()]
+    return out
+
+
+def _step_errors(rows: list[Sample], sample: str, band_rule_only: bool = False) -> tuple[float, ...]:
+    return tuple(s.step_error for s in rows if s.step_error is not None and s.sample == sample
+                 and (s.in_band_rule or not band_rule_only))
+
+
+def in_sample_summary(rows: list[Sample] | None = None) -> ErrorSummary:
+    """Step-time errors of the calibration rows (Table 1, the ZeRO-3 rows of Table 2): how well the
+    model reproduces what it was set on, against ``STEP_TIME_BAND``."""
+    return ErrorSummary(_step_errors(samples() if rows is None else rows, "calibration"), STEP_TIME_BAND)
+
+
+def out_of_sample_summary(rows: list[Sample] | None = None, band_rule_only: bool = True) -> ErrorSummary:
+    """Step-time errors of the validation rows: those of the band rule (default), or every one
+    (``band_rule_only=False``: BLOOM's exploratory prelude runs too)."""
+    return ErrorSummary(_step_errors(samples() if rows is None else rows, "validation", band_rule_only),
+                        STEP_TIME_BAND)
+
+
+def derived_step_time_band(rows: list[Sample] | None = None) -> float:
+    """The rule ``STEP_TIME_BAND`` follows: the largest absolute step-time error of the validation
+    rows of the band rule (``samples``), rounded up to the next 5%."""
+    errors = _step_errors(samples() if rows is None else rows, "validation", band_rule_only=True)
+    return math.ceil(round(max(abs(e) for e in errors) / 0.05, 9)) * 0.05
+
+
 # -- the README's table ----------------------------------------------------------------------------
 def validation_rows(assumptions: Assumptions = DEFAULT) -> list[list[str]]:
     """Every published run the model is checked against, one row each: source, run, what is
-    compared, measured, predicted, signed error and the band the tests hold it to."""
-    out = []
-    for r in megatron_table1(assumptions):
-        out.append(["Narayanan et al. 2021, Table 1", f"GPT {r.params_b:g}B, {r.gpus:,} GPUs, dp/tp/pp "
-                    f"{r.dp}/{r.tp}/{r.pp}", "TFLOP/s per GPU", f"{r.measured:g}", f"{r.predicted:.1f}",
-                    f"{r.error:+.1%}", f"±{MEGATRON_BAND:.0%}"])
-    for r in megatron_zero3(assumptions):
-        out.append(["Narayanan et al. 2021, Table 2", f"ZeRO-3 {r.params_b:g}B, {r.gpus:,} GPUs, micro-batch "
-                    f"{r.micro_batch}", "TFLOP/s per GPU", f"{r.measured:g}", f"{r.predicted:.1f}",
-                    f"{r.error:+.1%}", f"±{ZERO3_BAND:.0%}"])
-    for r in bloom_table(assumptions):
-        out.append(["BigScience BLOOM prelude (guide 2.3)", f"{r.size}, {r.gpus} GPUs, dp/tp/pp {r.dp}/{r.tp}/{r.pp}",
-                    "peak GB per GPU", f"{r.measured_gb:g}", f"{r.predicted_gb:.1f}", f"{r.memory_error:+.1%}",
-                    f"±{BLOOM_MEMORY_BAND:.0%}"])
-    paper = {0: 120, 1: 31.4, 2: 16.6, 3: 1.9}  # Rajbhandari et al. 2020, Figure 1
-    for stage, gb in zero_paper_example().items():
-        out.append(["Rajbhandari et al. 2020, Figure 1", f"7.5B, 64 GPUs, ZeRO-{stage}", "model states GB per GPU",
-                    f"{paper[stage]:g}", f"{gb:.1f}", f"{gb / paper[stage] - 1:+.1%}", "the paper's rounding"])
-    return out
+    compared, measured, predicted, signed error, the band the tests hold it to and its set
+    (calibration or validation)."""
+    return [[s.source, s.run, s.compared, f"{s.measured:g}", f"{s.predicted:.1f}", f"{s.error:+.1%}", s.band,
+             s.sample] for s in samples(assumptions)]
 
 
 def readme_table(assumptions: Assumptions = DEFAULT) -> str:
     """``validation_rows`` as the Markdown table the README shows (tests/test_costmodel_validation.py
     checks that the README holds exactly this)."""
-    headers = ["source", "run", "compared", "measured", "predicted", "error", "band"]
+    headers = ["source", "run", "compared", "measured", "predicted", "error", "band", "set"]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(row) + " |" for row in validation_rows(assumptions)]
     return "\n".join(lines)
+
+
+__all__ = [
+    "MEGATRON_TABLE1_RUNS", "ZERO3_BAND", "BloomRow", "ErrorSummary", "MegatronRow", "Sample", "VsMeasured",
+    "Zero3Row", "bigscience_tflops", "bloom_model", "bloom_rows", "bloom_summary", "bloom_table",
+    "derived_step_time_band", "in_sample_summary", "megatron_model", "megatron_rows", "megatron_summary",
+    "megatron_table1", "megatron_zero3", "out_of_sample_summary", "readme_table", "samples", "validation_rows",
+    "zero3_scaling", "zero3_summary", "zero_paper_example",
+]

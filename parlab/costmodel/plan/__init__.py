@@ -9,6 +9,7 @@ term by term (``step_time``, ``comm_5d``), ``estimate`` (both, explained) and DD
     step_time.py     seconds of one step, by term
     fp8.py           an FP8 plan's matmul time and FP8 all-gather
     estimate.py      Estimate: memory and time together, explain()
+    validated_range.py  whether an estimate lies inside the range the published runs cover
     data_parallel.py DDP with buckets and overlap (guide 1.4-1.5)
 """
 

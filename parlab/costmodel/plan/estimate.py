@@ -10,6 +10,7 @@ from parlab.costmodel.plan.memory.stage import StageMemory, stage_memory
 from parlab.costmodel.plan.memory.zero import DeepSpeedStage3, zero3_gathered_params
 from parlab.costmodel.plan.spec import Plan, check_plan
 from parlab.costmodel.plan.step_time import CP_TERM, EP_TERM, StepTime, step_time
+from parlab.costmodel.plan.validated_range import outside_validated_range
 from parlab.costmodel.pricing.layer_flops import step_flops
 from parlab.costmodel.pricing.memory import get_precision
 from parlab.costmodel.pricing.params import stage_layers
@@ -122,6 +123,12 @@ class Estimate:
     def mfu(self) -> float:
         """Model FLOPs utilisation: model FLOP/s per GPU / peak (Chowdhery et al. 2022, App. B)."""
         return self.model_tflops_per_gpu * 1e12 / self.time.facts["peak"]
+
+    @property
+    def outside_validated(self) -> tuple[str, ...]:
+        """Why this estimate is an extrapolation, one reason each (empty: inside the range the
+        published runs cover, ``specs.calibration``): GPU, MFU, links."""
+        return outside_validated_range(self.cluster, self.mfu)
 
     def time_to_train(self, tokens: float) -> float:
         """Seconds to train on ``tokens`` tokens at this step time."""
@@ -303,7 +310,10 @@ class Estimate:
         lines += _render(self.time_breakdown(), human_seconds)
         lines.append(f"  {'total':<36} {human_seconds(self.step_time):>10}")
         said = [d for d in self.assumptions.describe() if self.plan.dtype == "fp8" or not d.startswith("fp8_")]
-        lines += ["", self.summary(), "", "assumptions: " + ", ".join(said)]
+        lines += ["", self.summary()]
+        if self.outside_validated:
+            lines.append("outside the validated range: " + "; ".join(self.outside_validated))
+        lines += ["", "assumptions: " + ", ".join(said)]
         return "\n".join(lines)
 
 

@@ -1,5 +1,6 @@
 """Many plans: ``search`` ranks every valid plan of a model on a cluster (``ranking``), and the
-advisor (``advisor``) answers the guide's "which strategy" questions with it. Imports ``specs``,
+advisor (``advisor``) answers the guide's "which strategy" questions with it, checked against the
+guide's own rules (``guide_rules``). Imports ``specs``,
 ``pricing`` and ``plan``.
 """
 

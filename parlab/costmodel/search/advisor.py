@@ -19,6 +19,16 @@ from functools import lru_cache
 
 from parlab.costmodel.plan.estimate import Estimate
 from parlab.costmodel.plan.spec import OFFLOADS, Plan
+from parlab.costmodel.search.guide_rules import (
+    FAST_NETWORK_GBIT,
+    GuideRule,
+    fast_network,
+    guide_rule,
+    has_nvlink,
+    is_plain_replica,
+    largest_extra,
+    layout,
+)
 from parlab.costmodel.search.ranking import SearchResult, search
 from parlab.costmodel.specs._check import positive
 from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
@@ -27,37 +37,6 @@ from parlab.costmodel.specs.catalogue import get_model
 from parlab.costmodel.specs.cluster import Cluster, make_cluster
 from parlab.costmodel.specs.models import ModelSpec
 from parlab.tables import human_bytes, plural
-
-#: the guide's line between a fast and a slow network (guide 1.18: special networks of hundreds of
-#: Gb/s against a data centre's ordinary 10 Gb/s; 3.5: "10 GbE certainly does not count")
-FAST_NETWORK_GBIT = 100.0
-
-
-# -- what kind of plan it is -------------------------------------------------------------------------
-def layout(plan: Plan) -> str:
-    """The kind of a plan in the guide's words: 'one GPU', 'DP (ZeRO-1) + PP', 'DP + TP + PP', ...,
-    with '+ offload' when it moves states to the CPU."""
-    parts = []
-    if plan.dp > 1:
-        parts.append(f"DP (ZeRO-{plan.zero})" if plan.zero else "DP")
-    if plan.tp > 1:
-        parts.append("TP")
-    if plan.pp > 1:
-        parts.append("PP")
-    head = " + ".join(parts) or "one GPU"
-    return head + (" + offload" if plan.offload != "none" else "")
-
-
-def is_plain_replica(plan: Plan) -> bool:
-    """Every GPU holds the whole model and all its states: no ZeRO, TP, PP or offload."""
-    return plan.zero == 0 and plan.tp == 1 and plan.pp == 1 and plan.offload == "none"
-
-
-def largest_extra(slower: Estimate, faster: Estimate) -> tuple[str, float]:
-    """The step-time term on which ``slower`` pays most over ``faster``: (term, seconds)."""
-    a, b = slower.time_terms(), faster.time_terms()
-    term = max(a, key=lambda t: a[t] - b.get(t, 0.0))
-    return term, a[term] - b.get(term, 0.0)
 
 
 # -- the advice ----------------------------------------------------------------------------------
@@ -114,6 +93,9 @@ class Advice:
         out.append(f"Fastest: {best.plan.describe()} ({layout(best.plan)}), {best.step_time:.2f} s per step, "
                    f"MFU {best.mfu:.0%}, {best.memory_total / 1e9:.0f} GB on its most loaded GPU; "
                    f"most of the step is {shares}.")
+        if best.outside_validated:
+            out.append("Outside the validated range (an extrapolation, ranked all the same): "
+                       + "; ".join(best.outside_validated) + ".")
         where = best.time.facts.get("where", {})
         placed = [f"{dim.upper()} {w}" for dim, w in where.items() if w and w != "-"]
         if placed:
@@ -148,55 +130,6 @@ def advise(model: str | ModelSpec, cluster: Cluster, global_batch: int, *, offlo
     result.best()  # a ValueError naming why, when nothing fits even so
     plain = any(is_plain_replica(e.plan) for e in result.ranked)
     return Advice(model, cluster, global_batch, result, needed, plain)
-
-
-# -- the guide's rule for the same setting -------------------------------------------------------
-@dataclass(frozen=True)
-class GuideRule:
-    """What the guide recommends for a setting: the section, its words, and which plans count."""
-
-    section: str
-    situation: str
-    says: str
-    accepts: Callable[[Plan], bool]
-
-
-def has_nvlink(cluster: Cluster) -> bool:
-    """GPUs of a node talk over NVLink/NVSwitch (not PCIe)."""
-    return cluster.intra.name.startswith("nvlink")
-
-
-def fast_network(cluster: Cluster) -> bool:
-    """The guide's 'fast' network between nodes: at least ``FAST_NETWORK_GBIT`` per port."""
-    return cluster.inter.gbit >= FAST_NETWORK_GBIT
-
-
-def guide_rule(cluster: Cluster, plain_fits: bool) -> GuideRule:
-    """The guide's decision for a cluster (guide 3.3, 3.4, 3.5 and the closing summary), given
-    whether a plain replica of the model fits on one GPU."""
-    if cluster.n_gpus == 1:
-        if plain_fits:
-            return GuideRule("3.3", "one GPU, the model fits", "train on it as it is",
-                             lambda p: p.offload == "none")
-        return GuideRule("3.3", "one GPU, the model does not fit", "offload to the CPU",
-                         lambda p: p.offload != "none")
-    if cluster.nodes == 1:
-        if plain_fits:
-            return GuideRule("3.4", "one node, the model fits on one GPU", "DDP or ZeRO",
-                             lambda p: p.tp == 1 and p.pp == 1 and p.offload == "none")
-        if not has_nvlink(cluster):
-            return GuideRule("3.4", "one node without NVLink, the model does not fit", "PP (no TP without NVLink)",
-                             lambda p: p.pp > 1 and p.tp == 1)
-        return GuideRule("3.4", "one node with NVLink, the model does not fit", "TP, ZeRO or PP",
-                         lambda p: p.tp > 1 or p.pp > 1 or p.zero > 0)
-    if not has_nvlink(cluster) and not fast_network(cluster):
-        return GuideRule("summary", "several nodes, no NVLink, slow network", "PP and ZeRO-1, no TP",
-                         lambda p: p.pp > 1 and p.tp == 1 and p.zero <= 1)
-    if fast_network(cluster):
-        return GuideRule("3.5", "several nodes, fast network", "ZeRO or 3D",
-                         lambda p: (p.zero > 0 and p.tp == 1 and p.pp == 1) or (p.tp > 1 and p.pp > 1))
-    return GuideRule("3.5", "several nodes, slow network", "DP + PP + TP + ZeRO-1",
-                     lambda p: p.dp > 1 and p.pp > 1 and p.tp > 1 and p.zero == 1)
 
 
 @dataclass(frozen=True)
@@ -316,21 +249,29 @@ def guide_scenarios(scenarios: tuple[Scenario, ...] = SCENARIOS,
 
 
 SCENARIO_HEADERS = ["guide", "situation", "example", "guide says", "advisor's plan", "agrees",
-                    "step (s)", "guide's kind (s)", "why"]
+                    "step (s)", "guide's kind (s)", "why", "validated range"]
+
+
+def validated_mark(est: Estimate) -> str:
+    """'yes', or 'outside: ' and the reasons the estimate leaves the validated range
+    (``Estimate.outside_validated``): the advisor's table prints it beside each plan."""
+    return "outside: " + "; ".join(est.outside_validated) if est.outside_validated else "yes"
 
 
 def scenario_rows(scenarios: tuple[Scenario, ...] = SCENARIOS,
                   assumptions: Assumptions = DEFAULT) -> list[list[object]]:
     """Rows under ``SCENARIO_HEADERS``: per scenario the guide's section, situation and advice, the
     advisor's fastest plan, whether the guide's rule allows it, the two step times (None where no
-    plan of the guide's kind fits) and why, with numbers."""
+    plan of the guide's kind fits), why, with numbers, and whether the advisor's plan lies inside the
+    validated range (``validated_mark``)."""
     rows = []
     for s, v in guide_scenarios(scenarios, assumptions):
         best = v.advice.best
         g = v.guides_best
         rows.append([v.rule.section, v.rule.situation, s.describe(), v.rule.says,
                      f"{best.plan.describe()} ({layout(best.plan)})", {"agrees": "yes", "tie": "tie", "differs": "no"}[v.outcome],
-                     round(best.step_time, 2), round(g.step_time, 2) if g is not None else None, v.why()])
+                     round(best.step_time, 2), round(g.step_time, 2) if g is not None else None, v.why(),
+                     validated_mark(best)])
     return rows
 
 
@@ -351,3 +292,10 @@ def decision_branches() -> list[tuple[tuple[str, ...], GuideRule]]:
         (("several nodes", "slow network", "NVLink"), guide_rule(slow, False)),
         (("several nodes", "slow network", "no NVLink"), guide_rule(poor, False)),
     ]
+
+
+__all__ = [
+    "FAST_NETWORK_GBIT", "SCENARIOS", "SCENARIO_CHOICES", "SCENARIO_HEADERS", "Advice", "GuideRule", "Scenario",
+    "Verdict", "advise", "decision_branches", "fast_network", "guide_rule", "guide_scenarios", "has_nvlink",
+    "is_plain_replica", "largest_extra", "layout", "scenario_rows", "scenario_verdict", "validated_mark", "verdict",
+]

@@ -16,6 +16,7 @@
     fp8.py          the FP8 recipes, per tensor (TE delayed/current, DeepSeek-V3 blockwise, MXFP8)
     assumptions.py  the efficiencies and overlaps the model assumes
     bands.py        the model's error bands and the verdict a margin gets
+    calibration.py  which published rows each number was set on; the range the rows cover
 
 Nothing here imports a layer above (``pricing``, ``plan``, ``search``, ``answers``).
 """

@@ -1,7 +1,11 @@
 """The few numbers the cost model cannot derive from a datasheet, stated once, with why.
 
 One set of defaults serves every GPU and every row of every validation table: nothing is tuned
-per row. ``Assumptions`` is frozen; change a value with ``DEFAULT.with_(matmul_efficiency=0.6)``.
+per row, but two of these numbers were set globally on published rows (``matmul_efficiency`` on
+Megatron-LM 2021 Table 1, ``zero3_overlap`` on the ZeRO-3 rows of its Table 2). Which rows each
+number was set on, and how, is the calibration table ``specs.calibration.CALIBRATION``; those rows
+are in-sample, and every verdict band comes from the others. ``Assumptions`` is frozen; change a
+value with ``DEFAULT.with_(matmul_efficiency=0.6)``.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ class Assumptions:
     matmul_efficiency
         Fraction of the GPU's peak FLOP/s that the transformer's matmuls reach on average. Large
         bf16 GEMMs run at 80-90% of peak on an A100 (cuBLAS); the batched attention matmuls with
-        head sizes of 64-160 run lower. 0.7 is the average; with the elementwise term below it
-        reproduces Megatron-LM 2021 Table 1 (checked in ``validation.megatron_table1``).
+        head sizes of 64-160 run lower. 0.7 was chosen so that, with the elementwise term below,
+        the model reproduces Megatron-LM 2021 Table 1 (``validation.megatron_table1``): those ten
+        rows are calibration, not validation (``specs.calibration``).
     hbm_efficiency
         Fraction of HBM bandwidth that elementwise kernels (LayerNorm, softmax, dropout, GeLU,
         bias-add) reach. They are memory-bound (roofline: Williams et al. 2009).
@@ -53,10 +58,10 @@ class Assumptions:
         Of the time a ZeRO-3 collective runs beside compute, the fraction that is really hidden
         (``step_time.zero3_exposed``). 1 would be perfect prefetching; the gathers and the matmuls
         share the SMs, the HBM and the one host thread that issues both, and a gather can hide
-        only behind its own neighbouring group's compute. 0.5 is an assumption, not a fit: with it
-        and one network port per GPU for the collectives (``step_time.zero3_bandwidth``) the six
-        ZeRO-3 rows of Narayanan et al. 2021, Table 2 land within 7% (``validation.megatron_zero3``);
-        with 1 they would be 20-35% high.
+        only behind its own neighbouring group's compute. 0.5 was chosen on the six ZeRO-3 rows of
+        Narayanan et al. 2021, Table 2, the same rows as the fitted one-port cap
+        (``step_time.zero3_bandwidth``): with both they land within 7% (``validation.megatron_zero3``),
+        with 1 they would be 20-35% high. Those rows are calibration (``specs.calibration``).
     fp8_matmul_efficiency
         Fraction of the GPU's FP8 peak that an FP8 plan's linear-layer GEMMs reach (the GEMMs each
         ``FP8Recipe`` runs in FP8; the rest of the matmuls keep ``matmul_efficiency`` at the bf16
