@@ -12,6 +12,7 @@ from parlab.costmodel.plan.step_time import CP_TERM, EP_TERM, StepTime, step_tim
 from parlab.costmodel.pricing.layer_flops import step_flops
 from parlab.costmodel.pricing.memory import get_precision
 from parlab.costmodel.pricing.params import stage_layers
+from parlab.costmodel.pricing.pipeline_split import layout_text, stage_index
 from parlab.costmodel.specs._check import instance
 from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
 from parlab.costmodel.specs.catalogue import get_model
@@ -67,14 +68,15 @@ class Estimate:
     @property
     def rank(self) -> int:
         """Global rank of the most loaded GPU (Megatron order: tp fastest, then dp, then pp)."""
-        pp_rank = self.plan.pp - 1 if self.stage.stage == "last" and self.plan.pp > 1 else 0
+        pp_rank = stage_index(self.stage.stage, self.plan.pp)
         return rank_of(0, 0, pp_rank, self.plan.tp, self.plan.dp, 0, self.plan.cp)
 
     @property
     def rank_label(self) -> str:
         if self.plan.pp == 1:
             return "rank 0 (every rank holds the same)"
-        return (f"rank {self.rank} ({self.stage.stage} pipeline stage; its "
+        name = self.stage.stage if isinstance(self.stage.stage, str) else f"rank-{self.stage.stage}"
+        return (f"rank {self.rank} ({name} pipeline stage; its "
                 f"{plural(self.plan.tp * self.plan.dp * self.plan.cp, 'rank')} hold the same)")
 
     def memory_terms(self) -> dict[str, float]:
@@ -134,12 +136,14 @@ class Estimate:
             dp += f" (its {human_count(self._experts())} routed-expert params, E/ep = "
             dp += f"{plural(m.moe.num_experts // p.ep, 'expert')} per GPU, over edp {p.edp})" if m.moe else ")"
         shard = {0: "", 1: "", 2: "", 3: f" / {dp}"}
-        ends = "embedding inputs" if st.stage == "first" else "output layer + fp32 logits"
+        ends = {"first": "embedding inputs", "last": "output layer + fp32 logits"}.get(st.stage, "no embedding or output")
         if p.pp == 1:
             ends = "embedding inputs + output layer + fp32 logits"
         where = ("" if p.offload == "none" else f" (offloaded to CPU with the fp32 gradients: "
                                                   f"{human_bytes(st.cpu)})")
-        layers = plural(stage_layers(m, p.pp), "layer") + (f" of {m.layers}" if p.pp > 1 else "")
+        layout = p.layout(m)
+        layers = plural(stage_layers(m, p.pp, layout, st.stage), "layer") + (
+            f" of {m.layers}" if p.pp > 1 else "") + (f", split {layout_text(layout)}" if len(set(layout)) > 1 else "")
         ds = DeepSpeedStage3.for_model(m)
         held = {"fsdp": "FSDP: the unit in use and the prefetched next one",
                 "deepspeed": "DeepSpeed stage 3: the module in use and what stage3_prefetch_bucket_size "
@@ -159,7 +163,7 @@ class Estimate:
                  f"{human_count(st.params)} x {prec.master + 2 * prec.state} B (fp32 master + Adam m, v)"
                  + (f" / {dp}" if z >= 1 else "") + where, ZERO_SRC + "; Ren et al. 2021 (offload)"),
             Term("activations", act.total,
-                 f"{plural(act.in_flight, 'micro-batch')} in flight x {plural(stage_layers(m, p.pp), 'layer')} x "
+                 f"{plural(act.in_flight, 'micro-batch')} in flight x {plural(stage_layers(m, p.pp, layout, st.stage), 'layer')} x "
                  f"{human_bytes(act.per_layer, 'MB')} (s b h (...) for recompute={p.recompute}, tp={p.tp}, "
                  f"SP={'on' if p.sequence_parallel else 'off'}"
                  + (f", / cp {p.cp}: s/cp = {m.seq_len // p.cp:,} tokens per rank" if p.cp > 1 else "")
@@ -176,7 +180,8 @@ class Estimate:
         """Routed-expert parameters of the most loaded GPU (0 for a dense model)."""
         from parlab.costmodel.pricing.moe_layer import stage_param_split
 
-        return stage_param_split(self.model, self.plan.tp, self.plan.pp, self.stage.stage, self.plan.ep)[1]
+        return stage_param_split(self.model, self.plan.tp, self.plan.pp, self.stage.stage, self.plan.ep,
+                                 self.plan.layout(self.model))[1]
 
     def _gradient_formula(self) -> str:
         st, p = self.stage, self.plan
@@ -328,9 +333,16 @@ def _check_inputs(cluster: Cluster, plan: Plan | None, assumptions: Assumptions)
 
 def most_loaded_stage(model: ModelSpec, plan: Plan, assumptions: Assumptions = DEFAULT) -> StageMemory:
     """The memory of the GPU that needs the most: the first pipeline stage (embeddings, most
-    micro-batches in flight) or the last (output layer, logits), whichever is larger."""
+    micro-batches in flight) or the last (output layer, logits), whichever is larger; with an
+    uneven split whose second rank holds more layers than the first (``Plan.layout``), that
+    rank too (the most micro-batches in flight of the fuller middle ranks)."""
     first = stage_memory(model, plan, "first", assumptions)
     if plan.pp == 1:
         return first
     last = stage_memory(model, plan, "last", assumptions)
-    return last if last.total > first.total else first
+    best = last if last.total > first.total else first
+    layout = plan.layout(model)
+    if plan.pp > 2 and layout[1] > layout[0]:
+        second = stage_memory(model, plan, 1, assumptions)
+        best = second if second.total > best.total else best
+    return best

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from parlab.costmodel.pricing.memory import OPTIMIZERS, RECOMPUTE
+from parlab.costmodel.pricing.pipeline_split import pipeline_layout
 from parlab.costmodel.specs._check import boolean, canonical, instance, non_negative, positive
 from parlab.costmodel.specs.cluster import Cluster
 from parlab.costmodel.specs.models import ModelSpec
@@ -76,6 +77,14 @@ class Plan:
     model's routed experts over ep of the dp x cp ranks (expert parallelism inside the data-
     parallel domain, Megatron-Core's expert grid: ``parlab.layout``); ep must divide dp x cp.
 
+    How the layers split over the pp stages (``layout``, ``pipeline_split.pipeline_layout``):
+    evenly where pp x chunks divides them; ``first_stage_layers`` / ``last_stage_layers`` put
+    that many on the first / last stage and share the rest evenly (Megatron-Core's
+    num_layers_in_first/last_pipeline_stage); ``embedding_as_layer`` / ``loss_as_layer`` count
+    the embedding / the loss as a layer of the split (account_for_embedding/loss_in_pipeline_split:
+    Llama 3 405B's 126 layers on pp=16). Left unset where the layers do not divide, the balanced
+    split with lighter end stages (``pipeline_layout``'s rule).
+
     Names are normalised where they enter: ``schedule="GPipe"`` is ``"gpipe"``, ``dtype="mixed"``
     is ``"bf16"`` with 16-bit gradients (any spelling of ``TRAINING_DTYPES``), so every spelling
     of the same training gives the same numbers.
@@ -100,6 +109,10 @@ class Plan:
     cp: int = 1
     ep: int = 1
     cp_impl: str = "ring"
+    first_stage_layers: int | None = None
+    last_stage_layers: int | None = None
+    embedding_as_layer: bool = False
+    loss_as_layer: bool = False
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "micro_batch", "chunks"):
@@ -109,10 +122,13 @@ class Plan:
             positive("ep", self.ep, integer=True)
         if non_negative("ZeRO stage", self.zero, integer=True) not in ZERO_STAGES:
             raise ValueError(f"ZeRO stage must be one of 0, 1, 2, 3, got {self.zero!r}")
-        for name in ("global_batch", "micro_batches"):
+        for name in ("global_batch", "micro_batches", "first_stage_layers", "last_stage_layers"):
             if getattr(self, name) is not None:
                 positive(name, getattr(self, name), integer=True)
         boolean("sequence_parallel", self.sequence_parallel)
+        if self.embedding_as_layer is not False or self.loss_as_layer is not False:
+            _set(self, "embedding_as_layer", boolean("embedding_as_layer", self.embedding_as_layer))
+            _set(self, "loss_as_layer", boolean("loss_as_layer", self.loss_as_layer))
         if self.fp32_grads is not None:
             boolean("fp32_grads", self.fp32_grads)
         spelled = self.dtype
@@ -144,6 +160,13 @@ class Plan:
         self._check_rules()
 
     def _check_rules(self) -> None:
+        uneven = self.first_stage_layers is not None or self.last_stage_layers is not None
+        if (uneven or self.embedding_as_layer or self.loss_as_layer) and self.pp < 2:
+            raise ValueError(f"first/last stage layers and counting the embedding/loss as layers split a pipeline: "
+                             f"they need pp >= 2, got pp={self.pp}")
+        if uneven and (self.embedding_as_layer or self.loss_as_layer):
+            raise ValueError("first_stage_layers / last_stage_layers cannot be combined with embedding_as_layer / "
+                             "loss_as_layer (Megatron-Core transformer_config.py)")
         if self.schedule == "interleaved":
             if self.pp < 2:
                 raise ValueError(f"the interleaved schedule needs pipeline parallelism: pp must be >= 2, got pp={self.pp}")
@@ -208,6 +231,12 @@ class Plan:
             return "fp32"
         return "mixed-fp32-grad" if self.fp32_grads else "mixed"
 
+    def layout(self, model: ModelSpec) -> tuple[int, ...]:
+        """Transformer layers on each pipeline rank for ``model`` (``pipeline_layout``'s rules),
+        or a ValueError naming the rule the split breaks."""
+        return pipeline_layout(model.layers, self.pp, self.chunks, self.first_stage_layers, self.last_stage_layers,
+                               self.embedding_as_layer, self.loss_as_layer)
+
     def with_(self, **changes) -> Plan:
         """A copy with some fields changed (validated again). A new ``dtype`` without a new
         ``fp32_grads`` takes that dtype's default gradient precision."""
@@ -226,6 +255,10 @@ class Plan:
         parts += [f"ep={self.ep}"] if self.ep > 1 else []
         parts += [f"ZeRO-{self.zero}{impl}", f"mb={self.micro_batch}", f"m={self.m}"]
         parts += [sched] if self.pp > 1 else []
+        parts += [f"first={self.first_stage_layers}"] if self.first_stage_layers is not None else []
+        parts += [f"last={self.last_stage_layers}"] if self.last_stage_layers is not None else []
+        parts += ["embedding-as-layer"] if self.embedding_as_layer else []
+        parts += ["loss-as-layer"] if self.loss_as_layer else []
         parts += [f"recompute={self.recompute}"] if self.recompute != "none" else []
         parts += ["SP"] if self.sequence_parallel else []
         parts += [f"offload={self.offload}"] if self.offload != "none" else []
@@ -257,9 +290,7 @@ def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
                              f"(Megatron-LM splits them evenly over the TP group)")
     if plan.pp > model.layers:
         raise ValueError(f"pp={plan.pp} > {model.layers} layers: every pipeline stage needs at least one layer")
-    if plan.schedule == "interleaved" and model.layers % (plan.pp * plan.chunks):
-        raise ValueError(f"the interleaved schedule needs layers ({model.layers}) divisible by pp x chunks = "
-                         f"{plan.pp} x {plan.chunks} = {plan.pp * plan.chunks} (Megatron-LM)")
+    plan.layout(model)  # the split of the layers over the stages (ValueError naming the rule)
     if plan.dtype == "bf16" and not cluster.gpu.bf16:
         raise ValueError(f"{cluster.gpu.name} has no bf16 tensor cores; use dtype fp16 or fp32")
     check_cp_ep(model, plan)

@@ -18,6 +18,7 @@ from parlab.costmodel.pricing.memory import (
     get_precision,
 )
 from parlab.costmodel.pricing.params import stage_layers, stage_params
+from parlab.costmodel.pricing.pipeline_split import bubble_stage_times, stage_loads
 from parlab.costmodel.pricing.tensor_parallel.megatron import tp_layer_collectives
 from parlab.costmodel.specs.assumptions import Assumptions
 from parlab.costmodel.specs.cluster import Cluster
@@ -126,22 +127,26 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     cp, ep = plan.cp, plan.ep
     prec = get_precision(plan.precision)
     full, selective = plan.recompute == "full", plan.recompute == "selective"
-    f: dict = {"L": stage_layers(model, p), "passes": 4 if full else 3, "cp": cp, "ep": ep}
-    L, passes = f["L"], f["passes"]
+    layout = plan.layout(model)
+    pace = pacing_stage(model, plan, layout)
+    f: dict = {"L": layout[pace], "passes": 4 if full else 3, "cp": cp, "ep": ep, "layout": layout,
+               "pace": pace}
+    L, passes, logits = f["L"], f["passes"], 3 * (pace == p - 1)
 
-    # compute of one micro-batch on the last stage (it also runs the logits); with cp the rank's
-    # s / cp tokens (its queries against all s keys: every term / cp)
+    # compute of one micro-batch on the pacing stage (the last, which also runs the logits, unless
+    # an uneven split makes another slower); with cp the rank's s / cp tokens (its queries against
+    # all s keys: every term / cp)
     if model.moe is None and cp == 1:  # the 3D count, as it always was
-        flops = passes * L * layer_forward_flops(model, b, t) + 3 * logit_forward_flops(model, b, t)
+        flops = passes * L * layer_forward_flops(model, b, t) + logits * logit_forward_flops(model, b, t)
     else:
-        flops = passes * stage_layer_flops(model, plan, "last") + 3 * logit_forward_flops(model, b, t) / cp
+        flops = passes * stage_layer_flops(model, plan, pace) + logits * logit_forward_flops(model, b, t) / cp
     if selective:
         flops += L * 4 * b * s * s * h / t / cp
     if model.flash_attention:  # FlashAttention's backward recomputes Q K^T (Dao et al. 2022, Sec. 3.1)
         flops += L * 2 * b * s * s * h / t / cp
     f["peak"] = cluster.gpu.peak_flops("fp32" if plan.dtype == "fp32" else "half")
     f["flops_mb"], f["t_mm_mb"] = flops, flops / (f["peak"] * a.matmul_efficiency)
-    f["stored"] = _mean_layer_activations(model, plan)
+    f["stored"] = _mean_layer_activations(model, plan, pace)
     scores = attention_score_bytes(model, b, t) / cp  # the score bytes that selective recompute redoes
     f["traffic_mb"] = a.elementwise_traffic * L * (f["stored"] * (1 + 2 + full) + (scores if selective else 0))
     f["t_el_mb"] = f["traffic_mb"] / (cluster.gpu.hbm_bytes_per_s * a.hbm_efficiency)
@@ -175,20 +180,23 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     if ep > 1:
         from parlab.costmodel.pricing.moe_layer import stage_layer_kinds
 
-        f["moe_layers"] = stage_layer_kinds(model, p, "last")[1]
+        f["moe_layers"] = stage_layer_kinds(model, p, pace, layout)[1]
         f["t_ep_mb"] = ep_micro_batch_time(model, plan, f["moe_layers"], links["ep"], f)
     per_mb = f["t_mm_mb"] + f["t_el_mb"] + f["t_tp_mb"] + f["t_pp_mb"] + f["t_cp_mb"] + f["t_ep_mb"]
-    f["per_mb"], f["bubble_frac"] = per_mb, (p - 1) / (v * m)
+    # the bubble: the other stages' time for one micro-batch (Narayanan et al. 2021, Sec. 2.2:
+    # (p - 1) / v of the pacing stage's for an even split; ``pipeline_split.bubble_stage_times``)
+    loads = stage_loads(layout, plan.embedding_as_layer, plan.loss_as_layer)
+    units = (p - 1) / v if len(set(loads)) == 1 else bubble_stage_times(loads, v)
+    f["per_mb"], f["bubble_frac"] = per_mb, (p - 1) / (v * m) if len(set(loads)) == 1 else units / m
 
     # data parallel / ZeRO over the DP group (dp x cp ranks: CP ranks reduce their gradients
     # together); an MoE model's routed experts over their expert-DP group (dp x cp / ep ranks)
     if model.moe is None:
-        split = (max(stage_params(model, t, p, "first"), stage_params(model, t, p, "last")), 0.0)
+        split = (max(stage_params(model, t, p, i, layout) for i in _param_stages(layout)), 0.0)
     else:
         from parlab.costmodel.pricing.moe_layer import stage_param_split
 
-        split = max(stage_param_split(model, t, p, "first", ep), stage_param_split(model, t, p, "last", ep),
-                    key=sum)
+        split = max((stage_param_split(model, t, p, i, ep, layout) for i in _param_stages(layout)), key=sum)
     P = sum(split)
     dp, zero, dl = plan.dp * cp, plan.zero, links["dp"]
     reducers = [(split[0], dp, dl)] + ([(split[1], plan.edp, links.get("edp", dl))] if split[1] else [])
@@ -251,31 +259,52 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
         if plan.offload == "optimizer+params":
             offload += m * 2 * shard * prec.weight / cluster.host.achievable  # the 2 gathers' fetches
     return StepTime(m * f["t_mm_mb"], m * f["t_el_mb"], m * f["t_tp_mb"], m * f["t_pp_mb"],
-                    (p - 1) / v * per_mb, exposed, opt, offload, f, m * f["t_cp_mb"], m * f["t_ep_mb"])
+                    units * per_mb, exposed, opt, offload, f, m * f["t_cp_mb"], m * f["t_ep_mb"])
 
 
-def stage_layer_flops(model: ModelSpec, plan: Plan, stage: str, padded: bool = True) -> float:
-    """Forward matmul FLOPs of one micro-batch through the stage's layers on one GPU: ceil(l/pp) x
+def pacing_stage(model: ModelSpec, plan: Plan, layout: tuple[int, ...]) -> int:
+    """The pipeline rank whose time per micro-batch sets the pipeline's pace: the last (its layers
+    and the output layer) where it holds the most layers, as with an even split; with an uneven
+    split whose last stage is lighter, the first most-loaded rank unless the last rank's layers
+    and logits take more forward FLOPs (``layer_forward_flops``, ``logit_forward_flops``)."""
+    top, p = max(layout), plan.pp
+    if layout[-1] == top:
+        return p - 1
+    layer = layer_forward_flops(model, plan.micro_batch, plan.tp)
+    if layout[-1] * layer + logit_forward_flops(model, plan.micro_batch, plan.tp) >= top * layer:
+        return p - 1
+    return layout.index(top)
+
+
+def _param_stages(layout: tuple[int, ...]) -> tuple[int, ...]:
+    """The ranks that may hold the most parameters: the first (embedding), the last (output
+    layer) and, when the second holds more layers than an end, the second (a fuller middle rank)."""
+    p = len(layout)
+    return (0, p - 1) + ((1,) if p > 2 and layout[1] > min(layout[0], layout[-1]) else ())
+
+
+def stage_layer_flops(model: ModelSpec, plan: Plan, stage: str | int, padded: bool = True) -> float:
+    """Forward matmul FLOPs of one micro-batch through the stage's layers on one GPU (``Plan.layout``) x
     ``layer_forward_flops`` / cp for a dense model; an MoE model's dense and MoE layers
     (``moe_layer.moe_model_layer_flops``, experts over their padded capacity unless ``padded``
     is False)."""
     b, t, cp = plan.micro_batch, plan.tp, plan.cp
     if model.moe is None:
-        flops = stage_layers(model, plan.pp) * layer_forward_flops(model, b, t)
+        flops = stage_layers(model, plan.pp, plan.layout(model), stage) * layer_forward_flops(model, b, t)
         return flops if cp == 1 else flops / cp
     from parlab.costmodel.pricing.moe_layer import moe_model_layer_flops, stage_layer_kinds
 
-    dense, moe = stage_layer_kinds(model, plan.pp, stage)
+    dense, moe = stage_layer_kinds(model, plan.pp, stage, plan.layout(model))
     return (dense * moe_model_layer_flops(model, b, t, cp, False, padded)
             + moe * moe_model_layer_flops(model, b, t, cp, True, padded))
 
 
-def _mean_layer_activations(model: ModelSpec, plan: Plan) -> float:
-    """Activation bytes of the last stage's mean layer without recompute (what elementwise
+def _mean_layer_activations(model: ModelSpec, plan: Plan, stage: str | int = "last") -> float:
+    """Activation bytes of the stage's mean layer without recompute (what elementwise
     kernels read and write)."""
     from parlab.costmodel.plan.memory.activations import _layer_kinds
 
-    kinds = _layer_kinds(model, plan, "last")
+    kinds = _layer_kinds(model, plan, stage)
     per = [(k, activation_bytes_per_layer(model, plan.micro_batch, plan.tp, plan.sequence_parallel, "none",
                                           cp=plan.cp, moe_layer=moe)) for k, moe in kinds]
     if len(per) == 1:

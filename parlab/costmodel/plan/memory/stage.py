@@ -53,7 +53,7 @@ class StageMemory:
     peak is the larger of the two moments: ``step_extra`` is what the copy adds above the
     backward pass's peak, max(0, step_grads - activations)."""
 
-    stage: str
+    stage: str | int  # 'first', 'last', or the rank of a middle stage (uneven splits)
     params: float  # parameters this GPU's shard covers (before ZeRO)
     weights: float
     grads: float
@@ -73,8 +73,8 @@ class StageMemory:
                 + self.buffers)
 
 
-def stage_memory(model: ModelSpec, plan: Plan, stage: str, assumptions: Assumptions) -> StageMemory:
-    """Memory of one GPU of the 'first' or 'last' stage: its TP/PP shard of the model states,
+def stage_memory(model: ModelSpec, plan: Plan, stage: str | int, assumptions: Assumptions) -> StageMemory:
+    """Memory of one GPU of the 'first', 'last' (or i-th: ``Plan.layout``) stage: its TP/PP shard of the model states,
     divided by ZeRO over the DP group (not over all GPUs), its activations, the optimizer step's
     transient fp32 gradients (``fp32_gradient_copy``), and the allowance for runtime buffers and
     allocator fragmentation (``Assumptions``).
@@ -92,12 +92,13 @@ def stage_memory(model: ModelSpec, plan: Plan, stage: str, assumptions: Assumpti
     the "dp-cp" group). An MoE model's routed experts (``moe_layer.stage_param_split``: E / ep per
     GPU) are sharded over their own expert-data-parallel group, dp x cp / ep ranks.
     """
+    layout = plan.layout(model)
     if model.moe is None:
-        dense, experts = stage_params(model, plan.tp, plan.pp, stage), 0.0
+        dense, experts = stage_params(model, plan.tp, plan.pp, stage, layout), 0.0
     else:
         from parlab.costmodel.pricing.moe_layer import stage_param_split
 
-        dense, experts = stage_param_split(model, plan.tp, plan.pp, stage, plan.ep)
+        dense, experts = stage_param_split(model, plan.tp, plan.pp, stage, plan.ep, layout)
     params = dense + experts
     states = zero_model_states(dense, plan.dp * plan.cp, plan.zero, plan.precision, plan.optimizer)
     if experts:
