@@ -95,7 +95,7 @@ class Estimate:
     @property
     def flops(self) -> tuple[float, float]:
         """(model FLOPs, hardware FLOPs) of one step."""
-        return step_flops(self.model, self.plan.batch, self.plan.recompute)
+        return step_flops(self.model, self.plan.batch, self.plan.recompute, self.plan.recompute_modules)
 
     @property
     def tokens_per_step(self) -> int:
@@ -164,7 +164,7 @@ class Estimate:
                  + (f" / {dp}" if z >= 1 else "") + where, ZERO_SRC + "; Ren et al. 2021 (offload)"),
             Term("activations", act.total,
                  f"{plural(act.in_flight, 'micro-batch')} in flight x {plural(stage_layers(m, p.pp, layout, st.stage), 'layer')} x "
-                 f"{human_bytes(act.per_layer, 'MB')} (s b h (...) for recompute={p.recompute}, tp={p.tp}, "
+                 f"{human_bytes(act.per_layer, 'MB')} (s b h (...) for recompute={p.describe_recompute()}, tp={p.tp}, "
                  f"SP={'on' if p.sequence_parallel else 'off'}"
                  + (f", / cp {p.cp}: s/cp = {m.seq_len // p.cp:,} tokens per rank" if p.cp > 1 else "")
                  + (f", MoE layers: {m.moe.top_k} of {m.moe.num_experts} experts per token" if m.moe else "")
@@ -207,7 +207,8 @@ class Estimate:
         m, v = p.m, p.chunks
         gpu = self.cluster.gpu
         rec = {"full": " (fwd, recompute, bwd = 4 passes)", "selective": " (+ attention scores recomputed)",
-               "none": " (fwd + bwd = 3 passes)"}[p.recompute]
+               "none": " (fwd + bwd = 3 passes)",
+               "modules": f" (+ {', '.join(p.recompute_modules)} recomputed)"}[p.recompute]
         terms = [
             Term("compute: matmuls", tm.matmul,
                  f"m {m} x {f['flops_mb']:.3g} FLOPs per micro-batch on the last stage{rec} / "

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from parlab.costmodel.pricing.memory import OPTIMIZERS, RECOMPUTE
-from parlab.costmodel.pricing.pipeline_split import pipeline_layout
+from parlab.costmodel.pricing.activation_terms import check_recompute, recompute_modules
+from parlab.costmodel.pricing.memory import OPTIMIZERS, PLAN_RECOMPUTE
+from parlab.costmodel.pricing.pipeline_split import check_split_knobs, pipeline_layout
 from parlab.costmodel.specs._check import boolean, canonical, instance, non_negative, positive
 from parlab.costmodel.specs.cluster import Cluster
 from parlab.costmodel.specs.models import ModelSpec
@@ -77,13 +78,11 @@ class Plan:
     model's routed experts over ep of the dp x cp ranks (expert parallelism inside the data-
     parallel domain, Megatron-Core's expert grid: ``parlab.layout``); ep must divide dp x cp.
 
-    How the layers split over the pp stages (``layout``, ``pipeline_split.pipeline_layout``):
-    evenly where pp x chunks divides them; ``first_stage_layers`` / ``last_stage_layers`` put
-    that many on the first / last stage and share the rest evenly (Megatron-Core's
-    num_layers_in_first/last_pipeline_stage); ``embedding_as_layer`` / ``loss_as_layer`` count
-    the embedding / the loss as a layer of the split (account_for_embedding/loss_in_pipeline_split:
-    Llama 3 405B's 126 layers on pp=16). Left unset where the layers do not divide, the balanced
-    split with lighter end stages (``pipeline_layout``'s rule).
+    ``layout``: the layers on each stage (``pipeline_split.pipeline_layout``: Megatron-Core's
+    ``first_stage_layers`` / ``last_stage_layers``, ``embedding_as_layer`` / ``loss_as_layer``;
+    unset, even, or balanced where pp x chunks does not divide the layers). ``recompute``: 'none',
+    'selective', 'full' or 'modules' with ``recompute_modules`` (Megatron-Core's names, e.g.
+    ``("mlp", "core_attn")``: ``activation_terms.RECOMPUTE_MODULES``).
 
     Names are normalised where they enter: ``schedule="GPipe"`` is ``"gpipe"``, ``dtype="mixed"``
     is ``"bf16"`` with 16-bit gradients (any spelling of ``TRAINING_DTYPES``), so every spelling
@@ -113,6 +112,7 @@ class Plan:
     last_stage_layers: int | None = None
     embedding_as_layer: bool = False
     loss_as_layer: bool = False
+    recompute_modules: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "micro_batch", "chunks"):
@@ -145,7 +145,9 @@ class Plan:
         if self.cp_impl not in CP_IMPLS:
             _set(self, "cp_impl", canonical("cp_impl", self.cp_impl, CP_IMPLS))
         _set(self, "schedule", canonical("schedule", self.schedule, SCHEDULES))
-        _set(self, "recompute", canonical("recompute", self.recompute, RECOMPUTE))
+        _set(self, "recompute", canonical("recompute", self.recompute, PLAN_RECOMPUTE))
+        if self.recompute_modules != () or self.recompute == "modules":
+            _set(self, "recompute_modules", recompute_modules(self.recompute_modules))
         _set(self, "offload", canonical("offload", self.offload, OFFLOADS))
         _set(self, "optimizer", canonical("optimizer", self.optimizer, TRAINING_OPTIMIZERS))
         _set(self, "sequence_parallel", bool(self.sequence_parallel))
@@ -160,13 +162,9 @@ class Plan:
         self._check_rules()
 
     def _check_rules(self) -> None:
-        uneven = self.first_stage_layers is not None or self.last_stage_layers is not None
-        if (uneven or self.embedding_as_layer or self.loss_as_layer) and self.pp < 2:
-            raise ValueError(f"first/last stage layers and counting the embedding/loss as layers split a pipeline: "
-                             f"they need pp >= 2, got pp={self.pp}")
-        if uneven and (self.embedding_as_layer or self.loss_as_layer):
-            raise ValueError("first_stage_layers / last_stage_layers cannot be combined with embedding_as_layer / "
-                             "loss_as_layer (Megatron-Core transformer_config.py)")
+        check_recompute(self.recompute, self.recompute_modules)
+        check_split_knobs(self.pp, self.first_stage_layers, self.last_stage_layers, self.embedding_as_layer,
+                          self.loss_as_layer)
         if self.schedule == "interleaved":
             if self.pp < 2:
                 raise ValueError(f"the interleaved schedule needs pipeline parallelism: pp must be >= 2, got pp={self.pp}")
@@ -237,6 +235,10 @@ class Plan:
         return pipeline_layout(model.layers, self.pp, self.chunks, self.first_stage_layers, self.last_stage_layers,
                                self.embedding_as_layer, self.loss_as_layer)
 
+    def describe_recompute(self) -> str:
+        """'full', 'selective', 'none', or 'modules(core_attn,mlp)'."""
+        return f"modules({','.join(self.recompute_modules)})" if self.recompute == "modules" else self.recompute
+
     def with_(self, **changes) -> Plan:
         """A copy with some fields changed (validated again). A new ``dtype`` without a new
         ``fp32_grads`` takes that dtype's default gradient precision."""
@@ -259,7 +261,7 @@ class Plan:
         parts += [f"last={self.last_stage_layers}"] if self.last_stage_layers is not None else []
         parts += ["embedding-as-layer"] if self.embedding_as_layer else []
         parts += ["loss-as-layer"] if self.loss_as_layer else []
-        parts += [f"recompute={self.recompute}"] if self.recompute != "none" else []
+        parts += [f"recompute={self.describe_recompute()}"] if self.recompute != "none" else []
         parts += ["SP"] if self.sequence_parallel else []
         parts += [f"offload={self.offload}"] if self.offload != "none" else []
         default = training_dtype(self.dtype)[2]  # bf16: fp32 gradients; fp16: 16-bit ones
@@ -291,6 +293,7 @@ def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
     if plan.pp > model.layers:
         raise ValueError(f"pp={plan.pp} > {model.layers} layers: every pipeline stage needs at least one layer")
     plan.layout(model)  # the split of the layers over the stages (ValueError naming the rule)
+    recompute_modules(plan.recompute_modules, model)  # modules the model has
     if plan.dtype == "bf16" and not cluster.gpu.bf16:
         raise ValueError(f"{cluster.gpu.name} has no bf16 tensor cores; use dtype fp16 or fp32")
     check_cp_ep(model, plan)

@@ -6,12 +6,17 @@ with cp or ep > 1 the context-parallel attention traffic and the MoE all-to-alls
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from parlab.costmodel.plan.comm_5d import cp_micro_batch_time, ep_micro_batch_time
+from parlab.costmodel.plan.memory.activations import _layer_kinds
 from parlab.costmodel.plan.spec import Plan
 from parlab.costmodel.pricing.collectives import group_link, ring_time
-from parlab.costmodel.pricing.layer_flops import layer_forward_flops, logit_forward_flops
+from parlab.costmodel.pricing.layer_flops import (
+    layer_forward_flops,
+    logit_forward_flops,
+    recompute_module_flops,
+)
 from parlab.costmodel.pricing.memory import (
     activation_bytes_per_layer,
     attention_score_bytes,
@@ -142,13 +147,20 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
         flops = passes * stage_layer_flops(model, plan, pace) + logits * logit_forward_flops(model, b, t) / cp
     if selective:
         flops += L * 4 * b * s * s * h / t / cp
+    modules = plan.recompute_modules
+    if modules:  # module-level recompute: each module's forward again (``recompute_module_flops``)
+        kinds = _layer_kinds(model, plan, pace)
+        flops += sum(k * recompute_module_flops(model, modules, b, t, cp, moe) for k, moe in kinds if k)
+        f["recomputed"] = _mean_layer_activations(model, plan, pace) - _mean_layer_activations(
+            model, plan, pace, "modules")
     if model.flash_attention:  # FlashAttention's backward recomputes Q K^T (Dao et al. 2022, Sec. 3.1)
         flops += L * 2 * b * s * s * h / t / cp
     f["peak"] = cluster.gpu.peak_flops("fp32" if plan.dtype == "fp32" else "half")
     f["flops_mb"], f["t_mm_mb"] = flops, flops / (f["peak"] * a.matmul_efficiency)
     f["stored"] = _mean_layer_activations(model, plan, pace)
     scores = attention_score_bytes(model, b, t) / cp  # the score bytes that selective recompute redoes
-    f["traffic_mb"] = a.elementwise_traffic * L * (f["stored"] * (1 + 2 + full) + (scores if selective else 0))
+    f["traffic_mb"] = a.elementwise_traffic * L * (f["stored"] * (1 + 2 + full) + (scores if selective else 0)
+                                                    + f.get("recomputed", 0.0))
     f["t_el_mb"] = f["traffic_mb"] / (cluster.gpu.hbm_bytes_per_s * a.hbm_efficiency)
 
     # tensor parallel: 2 all-reduces in the forward, 2 in the backward, 2 more when recomputing
@@ -162,8 +174,14 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     bpe = 4 if plan.dtype == "fp32" else 2
     s_cp = s // cp  # the tokens of one CP rank
     f["msg"] = bpe * s_cp * b * h
-    colls = tp_layer_collectives(b, s_cp, h, t, plan.sequence_parallel, plan.recompute)
+    colls = tp_layer_collectives(b, s_cp, h, t, plan.sequence_parallel, "none" if modules else plan.recompute)
     per_layer = sum(c.count * links["tp"].time(c.op, c.elements * bpe, t) for c in colls)
+    if {"mlp", "moe"} & set(modules):  # the MLP's forward collective again (Megatron: inside the checkpoint)
+        again = [(k, moe) for k, moe in _layer_kinds(model, plan, pace)
+                 if ("mlp" in modules and moe is not True) or ("moe" in modules and moe is not False and model.moe)]
+        share = sum(k for k, _ in again) / L
+        colls += tuple(replace(c, count=c.count * share / 2) for c in colls if c.phase == "forward")
+        per_layer = sum(c.count * links["tp"].time(c.op, c.elements * bpe, t) for c in colls)
     # one "collective" below is one all-reduce, or with SP one all-gather + reduce-scatter pair
     f["n_tp"] = L * sum(c.count for c in colls if c.op != "reduce_scatter")
     f["t_tp_one"] = L * per_layer / f["n_tp"] if f["n_tp"] else 0.0
@@ -299,14 +317,14 @@ def stage_layer_flops(model: ModelSpec, plan: Plan, stage: str | int, padded: bo
             + moe * moe_model_layer_flops(model, b, t, cp, True, padded))
 
 
-def _mean_layer_activations(model: ModelSpec, plan: Plan, stage: str | int = "last") -> float:
+def _mean_layer_activations(model: ModelSpec, plan: Plan, stage: str | int = "last",
+                            recompute: str = "none") -> float:
     """Activation bytes of the stage's mean layer without recompute (what elementwise
-    kernels read and write)."""
-    from parlab.costmodel.plan.memory.activations import _layer_kinds
-
+    kernels read and write), or with the plan's module-level recompute (``recompute='modules'``)."""
     kinds = _layer_kinds(model, plan, stage)
-    per = [(k, activation_bytes_per_layer(model, plan.micro_batch, plan.tp, plan.sequence_parallel, "none",
-                                          cp=plan.cp, moe_layer=moe)) for k, moe in kinds]
+    per = [(k, activation_bytes_per_layer(model, plan.micro_batch, plan.tp, plan.sequence_parallel, recompute,
+                                          cp=plan.cp, moe_layer=moe, modules=plan.recompute_modules))
+           for k, moe in kinds]
     if len(per) == 1:
         return per[0][1]
     return sum(k * x for k, x in per) / sum(k for k, _ in per)

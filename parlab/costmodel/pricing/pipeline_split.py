@@ -12,6 +12,17 @@ SPLIT_SRC = ("Megatron-Core transformer_config.py (num_layers_in_first/last_pipe
              "Llama 3, Dubey et al. 2024, Sec. 3.3.2")
 
 
+def check_split_knobs(pp: int, first: int | None, last: int | None, embedding: bool, loss: bool) -> None:
+    """The model-free rules of a plan's split knobs (``pipeline_layout``), each a ValueError."""
+    uneven = first is not None or last is not None
+    if (uneven or embedding or loss) and pp < 2:
+        raise ValueError(f"first/last stage layers and counting the embedding/loss as layers split a pipeline: "
+                         f"they need pp >= 2, got pp={pp}")
+    if uneven and (embedding or loss):
+        raise ValueError("first_stage_layers / last_stage_layers cannot be combined with embedding_as_layer / "
+                         "loss_as_layer (Megatron-Core transformer_config.py)")
+
+
 @lru_cache(maxsize=4096)
 def pipeline_layout(layers: int, pp: int, chunks: int = 1, first: int | None = None, last: int | None = None,
                     embedding: bool = False, loss: bool = False) -> tuple[int, ...]:
@@ -34,14 +45,10 @@ def pipeline_layout(layers: int, pp: int, chunks: int = 1, first: int | None = N
       and the output layer), the last one before the first (the first holds the most activations).
       126 layers on pp = 16: 7 + 14 x 8 + 7, Llama 3's layout.
     """
+    check_split_knobs(pp, first, last, embedding, loss)
     if pp == 1:
-        if first is not None or last is not None:
-            raise ValueError(f"first_stage_layers / last_stage_layers need pipeline parallelism (pp >= 2), got pp={pp}")
         return (layers,)
     v = chunks
-    if (first is not None or last is not None) and (embedding or loss):
-        raise ValueError("first_stage_layers / last_stage_layers cannot be combined with counting the embedding or "
-                         "the loss as a layer (Megatron-Core transformer_config.py)")
     if embedding or loss:
         total = layers + embedding + loss
         if total % (pp * v):

@@ -72,7 +72,7 @@ def stage_activations(model: ModelSpec, plan: Plan, stage: str | int) -> StageAc
     i, L = stage_index(stage, plan.pp), stage_layers(model, plan.pp, plan.layout(model), stage)
     kinds = _layer_kinds(model, plan, stage)  # (layers, moe_layer) pairs: dense first layers of an MoE model
     by_kind = [(k, activation_bytes_per_layer(model, b, t, plan.sequence_parallel, plan.recompute, cp=plan.cp,
-                                              moe_layer=moe)) for k, moe in kinds]
+                                              moe_layer=moe, modules=plan.recompute_modules)) for k, moe in kinds]
     if len(by_kind) == 1:
         per_layer = by_kind[0][1]
         layers = n * L * per_layer
