@@ -12,7 +12,7 @@ from parlab.costmodel.plan.step_time import CP_TERM, EP_TERM, StepTime, step_tim
 from parlab.costmodel.pricing.layer_flops import step_flops
 from parlab.costmodel.pricing.memory import get_precision
 from parlab.costmodel.pricing.params import stage_layers
-from parlab.costmodel.pricing.pipeline_split import layout_text, stage_index
+from parlab.costmodel.pricing.pipeline_split import layout_text, stage_index, stage_loads
 from parlab.costmodel.specs._check import instance
 from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
 from parlab.costmodel.specs.catalogue import get_model
@@ -75,7 +75,7 @@ class Estimate:
     def rank_label(self) -> str:
         if self.plan.pp == 1:
             return "rank 0 (every rank holds the same)"
-        name = self.stage.stage if isinstance(self.stage.stage, str) else f"rank-{self.stage.stage}"
+        name = self.stage.stage if isinstance(self.stage.stage, str) else "second"
         return (f"rank {self.rank} ({name} pipeline stage; its "
                 f"{plural(self.plan.tp * self.plan.dp * self.plan.cp, 'rank')} hold the same)")
 
@@ -153,7 +153,8 @@ class Estimate:
                  if z == 3 else "")
         return [
             Term("parameters", st.weights,
-                 f"{human_count(st.params)} params ({layers} / tp {p.tp} + embeddings"
+                 f"{human_count(st.params)} params ({layers} / tp {p.tp}"
+                 + (" + embeddings" if isinstance(st.stage, str) else "")
                  + (f"; of them {human_count(self._experts())} in {plural(m.moe.num_experts // p.ep, 'routed expert')}"
                     f" of {m.moe.num_experts} per MoE layer (E / ep {p.ep})" if m.moe else "")
                  + f") x {prec.weight} B{shard[z]}{zero3}", "Shoeybi et al. 2019 Sec. 3; " + ZERO_SRC
@@ -175,6 +176,22 @@ class Estimate:
                  f"{human_bytes(self.assumptions.runtime_bytes)} runtime (CUDA context, NCCL, buckets) + "
                  f"{self.assumptions.fragmentation:.0%} of the terms above", "assumption (parlab Assumptions)"),
         ]
+
+    def _pace_name(self) -> str:
+        """'last stage', or with an uneven split whose last stage is lighter 'most loaded stage (rank i)'."""
+        pace, p = self.time.facts["pace"], self.plan.pp
+        return "last stage" if pace == p - 1 or p == 1 else f"most loaded stage (pipeline rank {pace})"
+
+    def _bubble_formula(self) -> str:
+        """The bubble term's formula: (p-1)/v for an even split, the uneven split's own otherwise."""
+        f, p, v = self.time.facts, self.plan, self.plan.chunks
+        loads = stage_loads(f["layout"], p.embedding_as_layer, p.loss_as_layer)
+        if len(set(loads)) == 1:
+            return (f"(p-1)/v = {p.pp - 1}/{v} micro-batch times x {human_seconds(f['per_mb'])}; "
+                    f"bubble fraction (p-1)/(v m) = {f['bubble_frac']:.3f}")
+        return (f"(sum of stage loads - max) / max / v = ({sum(loads)} - {max(loads)}) / {max(loads)} / {v} "
+                f"micro-batch times x {human_seconds(f['per_mb'])} (uneven split {layout_text(f['layout'])}); "
+                f"bubble fraction {f['bubble_frac']:.3f}")
 
     def _experts(self) -> float:
         """Routed-expert parameters of the most loaded GPU (0 for a dense model)."""
@@ -211,7 +228,7 @@ class Estimate:
                "modules": f" (+ {', '.join(p.recompute_modules)} recomputed)"}[p.recompute]
         terms = [
             Term("compute: matmuls", tm.matmul,
-                 f"m {m} x {f['flops_mb']:.3g} FLOPs per micro-batch on the last stage{rec} / "
+                 f"m {m} x {f['flops_mb']:.3g} FLOPs per micro-batch on the {self._pace_name()}{rec} / "
                  f"({f['peak'] / 1e12:g} TFLOP/s x {a.matmul_efficiency:g})", EQ3_SRC),
             Term("compute: elementwise", tm.elementwise,
                  f"m {m} x {human_bytes(f['traffic_mb'])} moved by LayerNorm/softmax/dropout/GeLU / "
@@ -230,8 +247,7 @@ class Estimate:
                  "Narayanan et al. 2021 Sec. 4.1 (scatter/gather)"),
             *self._terms_5d(),
             Term("pipeline bubble", tm.bubble,
-                 (f"(p-1)/v = {p.pp - 1}/{v} micro-batch times x {human_seconds(f['per_mb'])}; "
-                  f"bubble fraction (p-1)/(v m) = {f['bubble_frac']:.3f}" if p.pp > 1 else "none (pp = 1)"),
+                 (self._bubble_formula() if p.pp > 1 else "none (pp = 1)"),
                  "Huang et al. 2019 (GPipe); Narayanan et al. 2021 Sec. 2.2"),
             Term("DP/ZeRO communication (exposed)", tm.dp_comm,
                  (f"{f['dp_ops']} over {'dp' if p.cp == 1 else 'dp x cp'}={p.dp * p.cp} ({f['where']['dp']}, "
@@ -293,7 +309,7 @@ class Estimate:
         lines += _render(self.memory_breakdown(), human_bytes)
         lines.append(f"  {'total':<36} {human_bytes(self.memory_total):>10}   of "
                      f"{human_bytes(self.memory_capacity)}: {'fits' if self.fits else 'does NOT fit'}")
-        lines += ["", "step time (the critical, last pipeline stage)"]
+        lines += ["", f"step time (the critical, {self._pace_name()})"]
         lines += _render(self.time_breakdown(), human_seconds)
         lines.append(f"  {'total':<36} {human_seconds(self.step_time):>10}")
         lines += ["", self.summary(), "", "assumptions: " + ", ".join(self.assumptions.describe())]
