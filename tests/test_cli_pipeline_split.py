@@ -8,9 +8,10 @@ from parlab.cli import main
 
 
 def run(capsys, *argv):
+    """Exit code, stdout with its lines re-joined (the CLI wraps them to the terminal), stderr."""
     code = main(list(argv))
     out, err = capsys.readouterr()
-    return code, out, err
+    return code, " ".join(out.split()), err
 
 
 def test_estimate_prices_an_uneven_split_and_module_recompute(capsys):
@@ -18,7 +19,7 @@ def test_estimate_prices_an_uneven_split_and_module_recompute(capsys):
                          "--last-stage-layers", "8", "--global-batch", "32", "--recompute-modules", "mlp,core_attn")
     assert code == 0, err
     assert "first=4 last=8 recompute=modules(core_attn,mlp)" in out
-    assert "split 4 + 14 x 6 + 8" in out and "second pipeline stage" in out
+    assert "split 4 + 14 x 6 + 8" in out and "rank 120 (last pipeline stage" in out
 
 
 def test_estimate_counts_the_embedding_and_loss_as_layers(capsys):

@@ -84,6 +84,20 @@ def test_closed_form_bubble_against_the_simulator(loads, v):
         assert 0 < bubble < closed
 
 
+def test_the_default_split_without_interleaving_is_floor_or_ceil_with_light_ends():
+    assert pipeline_layout(30, 4) == (7, 8, 8, 7)
+    assert pipeline_layout(61, 16) == (3, 3) + (4,) * 13 + (3,)  # DeepSeek-V3's depth on pp = 16
+    assert pipeline_layout(96, 64) == (1,) * 16 + (2,) * 32 + (1,) * 16
+
+
+def test_most_loaded_stage_can_be_the_first_of_the_fullest_middle_ones():
+    """96 layers on pp = 64: rank 16 is the first with 2 layers, and holds 48 micro-batches in flight."""
+    plan = Plan(dp=1, tp=1, pp=64, micro_batches=64)
+    est = estimate(GPT3, make_cluster("dgx-a100", 64), plan)
+    assert est.stage.stage == 16 and est.stage.activations.in_flight == 48
+    assert est.memory_total == stage_memory(GPT3, plan, 16, DEFAULT).total
+
+
 def test_most_loaded_stage_can_be_a_middle_one():
     """With a light first stage the second holds more layers and p - 1 micro-batches: its memory is the peak."""
     plan = Plan(dp=1, tp=8, pp=8, micro_batches=8, first_stage_layers=2, last_stage_layers=4)
@@ -104,3 +118,14 @@ def test_even_splits_price_as_before(schedule, chunks):
     assert (spelled.step_time, spelled.memory_total) == (even.step_time, even.memory_total)
     assert even.time.bubble == 7 / chunks * even.time.facts["per_mb"]
     assert "split" not in even.explain()
+
+
+def test_search_tries_uneven_interleaved_splits_only_where_no_even_one_exists():
+    from parlab.costmodel.search.ranking import _schedules
+
+    def chunks(layers, pp):
+        return [v for s, v in _schedules(pp, 2 * pp, layers, ("interleaved",), (2, 4))]
+
+    assert chunks(96, 16) == [2]  # 96 / (16 x 2) divides: no uneven split tried beside it
+    assert chunks(126, 16) == [2]  # none divides: the uneven 6 + 15 x 8 (v = 2); v = 4 has none
+    assert chunks(96, 32) == []  # no split of 96 over 32 x 2 keeps every rank under 4 layers

@@ -12,7 +12,12 @@ from parlab.costmodel.plan.step_time import CP_TERM, EP_TERM, StepTime, step_tim
 from parlab.costmodel.pricing.layer_flops import step_flops
 from parlab.costmodel.pricing.memory import get_precision
 from parlab.costmodel.pricing.params import stage_layers
-from parlab.costmodel.pricing.pipeline_split import layout_text, stage_index, stage_loads
+from parlab.costmodel.pricing.pipeline_split import (
+    fullest_stage,
+    layout_text,
+    stage_index,
+    stage_loads,
+)
 from parlab.costmodel.specs._check import instance
 from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
 from parlab.costmodel.specs.catalogue import get_model
@@ -75,8 +80,9 @@ class Estimate:
     def rank_label(self) -> str:
         if self.plan.pp == 1:
             return "rank 0 (every rank holds the same)"
-        name = self.stage.stage if isinstance(self.stage.stage, str) else "second"
-        return (f"rank {self.rank} ({name} pipeline stage; its "
+        st = self.stage.stage
+        name = f"{st} pipeline stage" if isinstance(st, str) else f"pipeline stage {st}, the first of the fullest"
+        return (f"rank {self.rank} ({name}; its "
                 f"{plural(self.plan.tp * self.plan.dp * self.plan.cp, 'rank')} hold the same)")
 
     def memory_terms(self) -> dict[str, float]:
@@ -351,15 +357,15 @@ def _check_inputs(cluster: Cluster, plan: Plan | None, assumptions: Assumptions)
 def most_loaded_stage(model: ModelSpec, plan: Plan, assumptions: Assumptions = DEFAULT) -> StageMemory:
     """The memory of the GPU that needs the most: the first pipeline stage (embeddings, most
     micro-batches in flight) or the last (output layer, logits), whichever is larger; with an
-    uneven split whose second rank holds more layers than the first (``Plan.layout``), that
-    rank too (the most micro-batches in flight of the fuller middle ranks)."""
+    uneven split (``Plan.layout``) also the first middle rank that holds the most layers (of
+    those, the one with the most micro-batches in flight: ``pipeline_split.fullest_stage``)."""
     first = stage_memory(model, plan, "first", assumptions)
     if plan.pp == 1:
         return first
     last = stage_memory(model, plan, "last", assumptions)
     best = last if last.total > first.total else first
-    layout = plan.layout(model)
-    if plan.pp > 2 and layout[1] > layout[0]:
-        second = stage_memory(model, plan, 1, assumptions)
-        best = second if second.total > best.total else best
+    fullest = fullest_stage(plan.layout(model))
+    if fullest is not None:
+        middle = stage_memory(model, plan, fullest, assumptions)
+        best = middle if middle.total > best.total else best
     return best

@@ -23,7 +23,7 @@ from parlab.costmodel.pricing.memory import (
     get_precision,
 )
 from parlab.costmodel.pricing.params import stage_layers, stage_params
-from parlab.costmodel.pricing.pipeline_split import bubble_stage_times, stage_loads
+from parlab.costmodel.pricing.pipeline_split import bubble_stage_times, fullest_stage, stage_loads
 from parlab.costmodel.pricing.tensor_parallel.megatron import tp_layer_collectives
 from parlab.costmodel.specs.assumptions import Assumptions
 from parlab.costmodel.specs.cluster import Cluster
@@ -296,9 +296,9 @@ def pacing_stage(model: ModelSpec, plan: Plan, layout: tuple[int, ...]) -> int:
 
 def _param_stages(layout: tuple[int, ...]) -> tuple[int, ...]:
     """The ranks that may hold the most parameters: the first (embedding), the last (output
-    layer) and, when the second holds more layers than an end, the second (a fuller middle rank)."""
-    p = len(layout)
-    return (0, p - 1) + ((1,) if p > 2 and layout[1] > min(layout[0], layout[-1]) else ())
+    layer) and, with an uneven split, a middle rank with the most layers (``fullest_stage``)."""
+    fullest = fullest_stage(layout)
+    return (0, len(layout) - 1) + (() if fullest is None else (fullest,))
 
 
 def stage_layer_flops(model: ModelSpec, plan: Plan, stage: str | int, padded: bool = True) -> float:

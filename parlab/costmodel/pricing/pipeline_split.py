@@ -39,11 +39,14 @@ def pipeline_layout(layers: int, pp: int, chunks: int = 1, first: int | None = N
       (last) rank builds one transformer layer fewer. Llama 3 405B: 126 + 2 = 128 over pp = 16,
       7 layers on the first and last ranks, 8 on the others (Dubey et al. 2024, Sec. 3.3.2).
     * neither: the even split l / pp where pp x v divides l. Where it does not, Megatron-Core
-      refuses an even split and asks for the knobs above; parlab picks them for the user: the
-      first / last counts (multiples of v, middle ranks equal) that minimise the most-loaded rank,
-      then the spread between ranks, with the end ranks the lighter (they also hold the embedding
-      and the output layer), the last one before the first (the first holds the most activations).
-      126 layers on pp = 16: 7 + 14 x 8 + 7, Llama 3's layout.
+      refuses an even split and asks for the knobs above (or a ``pipeline_model_parallel_layout``
+      listing every stage); parlab picks the split for the user. Without interleaving (v = 1):
+      floor(l / pp) or ceil(l / pp) layers per rank, the lighter ranks at the ends (they also
+      hold the embedding and the output layer), taken in turn from the first and the last:
+      126 layers on pp = 16 is 7 + 14 x 8 + 7, Llama 3's layout. Interleaved (v > 1): the first /
+      last counts (multiples of v, middle ranks equal, no rank above ceil(l / pp) rounded up to a
+      multiple of v) that minimise the most-loaded rank, then the spread between ranks, the last
+      rank lighter before the first (the first holds the most activations).
     """
     check_split_knobs(pp, first, last, embedding, loss)
     if pp == 1:
@@ -62,7 +65,7 @@ def pipeline_layout(layers: int, pp: int, chunks: int = 1, first: int | None = N
         return _with_ends(layers, pp, v, first, last)
     if layers % (pp * v) == 0:
         return (layers // pp,) * pp
-    best = _balanced(layers, pp, v)
+    best = _floor_ceil(layers, pp) if v == 1 else _balanced(layers, pp, v)
     if best is None:
         raise ValueError(f"a pipeline split needs layers ({layers}) divisible by pp x chunks = {pp} x {v} = {pp * v}, "
                          f"or an uneven one by Megatron-Core's rules (equal middle stages, end stages of a multiple "
@@ -84,12 +87,22 @@ def _with_ends(layers: int, pp: int, v: int, first: int | None, last: int | None
     return ((n if first is None else first),) + (n,) * (pp - 2) + ((n if last is None else last),)
 
 
+def _floor_ceil(layers: int, pp: int) -> tuple[int, ...]:
+    """floor(l / pp) or ceil(l / pp) layers per rank, the lighter ranks taken from the ends in
+    turn (first, last, second, second-to-last, ...)."""
+    q, r = divmod(layers, pp)
+    light = {(i // 2) if i % 2 == 0 else pp - 1 - i // 2 for i in range(pp - r)}
+    return tuple(q if i in light else q + 1 for i in range(pp))
+
+
 def _balanced(layers: int, pp: int, v: int) -> tuple[int, ...] | None:
     """The first/last/middle split (``pipeline_layout``'s default rule) or None when none exists."""
     best, key = None, None
     middle = pp - 2
-    for first in range(v, layers + 1, v):
-        for last in range(v, layers - first + 1, v):
+    bound = -(-layers // pp)  # no stage above ceil(l / pp), rounded up to whole chunks of v
+    bound = -(-bound // v) * v
+    for first in range(v, min(layers, bound) + 1, v):
+        for last in range(v, min(layers - first, bound) + 1, v):
             rest = layers - first - last
             if middle == 0:
                 if rest:
@@ -100,6 +113,8 @@ def _balanced(layers: int, pp: int, v: int) -> tuple[int, ...] | None:
             else:
                 n = rest // middle
             counts = (first, last) + ((n,) if middle else ())
+            if max(counts) > bound:
+                continue
             k = (max(counts), max(counts) - min(counts), -(first <= last), abs(first - last))
             if key is None or k < key:
                 best, key = (first,) + (n,) * middle + (last,), k
@@ -115,6 +130,15 @@ def stage_index(stage: str | int, pp: int) -> int:
     if isinstance(stage, int) and 0 <= stage < pp:
         return stage
     raise ValueError(f"stage must be 'first', 'last' or a rank 0..{pp - 1}, got {stage!r}")
+
+
+def fullest_stage(layout: tuple[int, ...]) -> int | None:
+    """The first middle rank holding the most layers, where it holds more than an end rank (the
+    first such rank has the most micro-batches in flight of them); None for an even split or
+    where an end rank is among the fullest (the first and last are priced anyway)."""
+    top = max(layout)
+    i = layout.index(top)
+    return i if 0 < i < len(layout) - 1 else None
 
 
 def stage_loads(layout: tuple[int, ...], embedding: bool = False, loss: bool = False) -> tuple[int, ...]:
