@@ -129,3 +129,19 @@ def test_search_tries_uneven_interleaved_splits_only_where_no_even_one_exists():
     assert chunks(96, 16) == [2]  # 96 / (16 x 2) divides: no uneven split tried beside it
     assert chunks(126, 16) == [2]  # none divides: the uneven 6 + 15 x 8 (v = 2); v = 4 has none
     assert chunks(96, 32) == []  # no split of 96 over 32 x 2 keeps every rank under 4 layers
+
+
+def test_the_pacing_stage_is_the_slowest_one():
+    """7 + 14 x 8 + 7: a full middle stage (8 layers) is slower than the last (7 layers + logits)
+    at GPT-3's width, so the step is priced on 8 layers without the logits; with a 200k
+    vocabulary the logits make the lighter last stage of 7 + 8 + 8 + 7 the slower."""
+    from parlab.costmodel.pricing.layer_flops import logit_forward_flops
+
+    plan = Plan(dp=2, tp=8, pp=16, micro_batches=32)
+    deep = estimate(DEEP, make_cluster("dgx-a100", 256), plan).time.facts
+    even = estimate(replace(GPT3, layers=128), make_cluster("dgx-a100", 256), plan).time.facts  # 8 per stage
+    assert deep["pace"] == 1 and deep["L"] == 8
+    assert deep["flops_mb"] == pytest.approx(even["flops_mb"] - 3 * logit_forward_flops(GPT3, 1, 8))
+    wide_vocab = replace(get_model("gpt3-6.7b"), name="30-layer", layers=30, vocab=200_000)
+    small = estimate(wide_vocab, make_cluster("dgx-a100", 4), Plan(pp=4, micro_batches=8)).time.facts
+    assert small["layout"] == (7, 8, 8, 7) and small["pace"] == 3 and small["L"] == 7

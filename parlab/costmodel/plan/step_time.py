@@ -284,14 +284,15 @@ def pacing_stage(model: ModelSpec, plan: Plan, layout: tuple[int, ...]) -> int:
     """The pipeline rank whose time per micro-batch sets the pipeline's pace: the last (its layers
     and the output layer) where it holds the most layers, as with an even split; with an uneven
     split whose last stage is lighter, the first most-loaded rank unless the last rank's layers
-    and logits take more forward FLOPs (``layer_forward_flops``, ``logit_forward_flops``)."""
+    and logits take more forward FLOPs (``stage_layer_flops``, ``logit_forward_flops``)."""
     top, p = max(layout), plan.pp
     if layout[-1] == top:
         return p - 1
-    layer = layer_forward_flops(model, plan.micro_batch, plan.tp)
-    if layout[-1] * layer + logit_forward_flops(model, plan.micro_batch, plan.tp) >= top * layer:
+    fullest = layout.index(top)
+    logits = logit_forward_flops(model, plan.micro_batch, plan.tp) / plan.cp
+    if stage_layer_flops(model, plan, p - 1) + logits >= stage_layer_flops(model, plan, fullest):
         return p - 1
-    return layout.index(top)
+    return fullest
 
 
 def _param_stages(layout: tuple[int, ...]) -> tuple[int, ...]:
