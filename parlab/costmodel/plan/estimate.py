@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from parlab.costmodel.plan.memory.stage import StageMemory, stage_memory
+from parlab.costmodel.plan.memory.stage import StageMemory, most_loaded_stage
 from parlab.costmodel.plan.memory.zero import DeepSpeedStage3, zero3_gathered_params
 from parlab.costmodel.plan.spec import Plan, check_plan
 from parlab.costmodel.plan.step_time import CP_TERM, EP_TERM, StepTime, step_time
@@ -13,7 +13,6 @@ from parlab.costmodel.pricing.layer_flops import step_flops
 from parlab.costmodel.pricing.memory import get_precision
 from parlab.costmodel.pricing.params import stage_layers
 from parlab.costmodel.pricing.pipeline_split import (
-    fullest_stage,
     layout_text,
     stage_index,
     stage_loads,
@@ -352,20 +351,3 @@ def _check_inputs(cluster: Cluster, plan: Plan | None, assumptions: Assumptions)
     if plan is not None:
         instance("plan", plan, Plan, "Plan(dp=..., tp=..., pp=...)")
     instance("assumptions", assumptions, Assumptions, "DEFAULT.with_(...)")
-
-
-def most_loaded_stage(model: ModelSpec, plan: Plan, assumptions: Assumptions = DEFAULT) -> StageMemory:
-    """The memory of the GPU that needs the most: the first pipeline stage (embeddings, most
-    micro-batches in flight) or the last (output layer, logits), whichever is larger; with an
-    uneven split (``Plan.layout``) also the first middle rank that holds the most layers (of
-    those, the one with the most micro-batches in flight: ``pipeline_split.fullest_stage``)."""
-    first = stage_memory(model, plan, "first", assumptions)
-    if plan.pp == 1:
-        return first
-    last = stage_memory(model, plan, "last", assumptions)
-    best = last if last.total > first.total else first
-    fullest = fullest_stage(plan.layout(model))
-    if fullest is not None:
-        middle = stage_memory(model, plan, fullest, assumptions)
-        best = middle if middle.total > best.total else best
-    return best

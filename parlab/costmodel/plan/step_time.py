@@ -11,6 +11,12 @@ from dataclasses import dataclass, replace
 from parlab.costmodel.plan.comm_5d import cp_micro_batch_time, ep_micro_batch_time
 from parlab.costmodel.plan.memory.activations import _layer_kinds
 from parlab.costmodel.plan.spec import Plan
+from parlab.costmodel.plan.stage_work import (
+    mean_layer_activations,
+    pacing_stage,
+    param_stages,
+    stage_layer_flops,
+)
 from parlab.costmodel.pricing.collectives import group_link, ring_time
 from parlab.costmodel.pricing.layer_flops import (
     layer_forward_flops,
@@ -18,12 +24,11 @@ from parlab.costmodel.pricing.layer_flops import (
     recompute_module_flops,
 )
 from parlab.costmodel.pricing.memory import (
-    activation_bytes_per_layer,
     attention_score_bytes,
     get_precision,
 )
-from parlab.costmodel.pricing.params import stage_layers, stage_params
-from parlab.costmodel.pricing.pipeline_split import bubble_stage_times, fullest_stage, stage_loads
+from parlab.costmodel.pricing.params import stage_params
+from parlab.costmodel.pricing.pipeline_split import bubble_stage_times, stage_loads
 from parlab.costmodel.pricing.tensor_parallel.megatron import tp_layer_collectives
 from parlab.costmodel.specs.assumptions import Assumptions
 from parlab.costmodel.specs.cluster import Cluster
@@ -151,13 +156,13 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     if modules:  # module-level recompute: each module's forward again (``recompute_module_flops``)
         kinds = _layer_kinds(model, plan, pace)
         flops += sum(k * recompute_module_flops(model, modules, b, t, cp, moe) for k, moe in kinds if k)
-        f["recomputed"] = _mean_layer_activations(model, plan, pace) - _mean_layer_activations(
+        f["recomputed"] = mean_layer_activations(model, plan, pace) - mean_layer_activations(
             model, plan, pace, "modules")
     if model.flash_attention:  # FlashAttention's backward recomputes Q K^T (Dao et al. 2022, Sec. 3.1)
         flops += L * 2 * b * s * s * h / t / cp
     f["peak"] = cluster.gpu.peak_flops("fp32" if plan.dtype == "fp32" else "half")
     f["flops_mb"], f["t_mm_mb"] = flops, flops / (f["peak"] * a.matmul_efficiency)
-    f["stored"] = _mean_layer_activations(model, plan, pace)
+    f["stored"] = mean_layer_activations(model, plan, pace)
     scores = attention_score_bytes(model, b, t) / cp  # the score bytes that selective recompute redoes
     f["traffic_mb"] = a.elementwise_traffic * L * (f["stored"] * (1 + 2 + full) + (scores if selective else 0)
                                                     + f.get("recomputed", 0.0))
@@ -210,11 +215,11 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     # data parallel / ZeRO over the DP group (dp x cp ranks: CP ranks reduce their gradients
     # together); an MoE model's routed experts over their expert-DP group (dp x cp / ep ranks)
     if model.moe is None:
-        split = (max(stage_params(model, t, p, i, layout) for i in _param_stages(layout)), 0.0)
+        split = (max(stage_params(model, t, p, i, layout) for i in param_stages(layout)), 0.0)
     else:
         from parlab.costmodel.pricing.moe_layer import stage_param_split
 
-        split = max((stage_param_split(model, t, p, i, ep, layout) for i in _param_stages(layout)), key=sum)
+        split = max((stage_param_split(model, t, p, i, ep, layout) for i in param_stages(layout)), key=sum)
     P = sum(split)
     dp, zero, dl = plan.dp * cp, plan.zero, links["dp"]
     reducers = [(split[0], dp, dl)] + ([(split[1], plan.edp, links.get("edp", dl))] if split[1] else [])
@@ -278,54 +283,3 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
             offload += m * 2 * shard * prec.weight / cluster.host.achievable  # the 2 gathers' fetches
     return StepTime(m * f["t_mm_mb"], m * f["t_el_mb"], m * f["t_tp_mb"], m * f["t_pp_mb"],
                     units * per_mb, exposed, opt, offload, f, m * f["t_cp_mb"], m * f["t_ep_mb"])
-
-
-def pacing_stage(model: ModelSpec, plan: Plan, layout: tuple[int, ...]) -> int:
-    """The pipeline rank whose time per micro-batch sets the pipeline's pace: the last (its layers
-    and the output layer) where it holds the most layers, as with an even split; with an uneven
-    split whose last stage is lighter, the first most-loaded rank unless the last rank's layers
-    and logits take more forward FLOPs (``stage_layer_flops``, ``logit_forward_flops``)."""
-    top, p = max(layout), plan.pp
-    if layout[-1] == top:
-        return p - 1
-    fullest = layout.index(top)
-    logits = logit_forward_flops(model, plan.micro_batch, plan.tp) / plan.cp
-    if stage_layer_flops(model, plan, p - 1) + logits >= stage_layer_flops(model, plan, fullest):
-        return p - 1
-    return fullest
-
-
-def _param_stages(layout: tuple[int, ...]) -> tuple[int, ...]:
-    """The ranks that may hold the most parameters: the first (embedding), the last (output
-    layer) and, with an uneven split, a middle rank with the most layers (``fullest_stage``)."""
-    fullest = fullest_stage(layout)
-    return (0, len(layout) - 1) + (() if fullest is None else (fullest,))
-
-
-def stage_layer_flops(model: ModelSpec, plan: Plan, stage: str | int, padded: bool = True) -> float:
-    """Forward matmul FLOPs of one micro-batch through the stage's layers on one GPU (``Plan.layout``) x
-    ``layer_forward_flops`` / cp for a dense model; an MoE model's dense and MoE layers
-    (``moe_layer.moe_model_layer_flops``, experts over their padded capacity unless ``padded``
-    is False)."""
-    b, t, cp = plan.micro_batch, plan.tp, plan.cp
-    if model.moe is None:
-        flops = stage_layers(model, plan.pp, plan.layout(model), stage) * layer_forward_flops(model, b, t)
-        return flops if cp == 1 else flops / cp
-    from parlab.costmodel.pricing.moe_layer import moe_model_layer_flops, stage_layer_kinds
-
-    dense, moe = stage_layer_kinds(model, plan.pp, stage, plan.layout(model))
-    return (dense * moe_model_layer_flops(model, b, t, cp, False, padded)
-            + moe * moe_model_layer_flops(model, b, t, cp, True, padded))
-
-
-def _mean_layer_activations(model: ModelSpec, plan: Plan, stage: str | int = "last",
-                            recompute: str = "none") -> float:
-    """Activation bytes of the stage's mean layer without recompute (what elementwise
-    kernels read and write), or with the plan's module-level recompute (``recompute='modules'``)."""
-    kinds = _layer_kinds(model, plan, stage)
-    per = [(k, activation_bytes_per_layer(model, plan.micro_batch, plan.tp, plan.sequence_parallel, recompute,
-                                          cp=plan.cp, moe_layer=moe, modules=plan.recompute_modules))
-           for k, moe in kinds]
-    if len(per) == 1:
-        return per[0][1]
-    return sum(k * x for k, x in per) / sum(k for k, _ in per)

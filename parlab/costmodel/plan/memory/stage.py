@@ -12,7 +12,8 @@ from parlab.costmodel.plan.memory.zero import zero3_gathered_params, zero_model_
 from parlab.costmodel.plan.spec import Plan
 from parlab.costmodel.pricing.memory import ModelStateMemory, get_precision
 from parlab.costmodel.pricing.params import stage_params
-from parlab.costmodel.specs.assumptions import Assumptions
+from parlab.costmodel.pricing.pipeline_split import fullest_stage
+from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
 from parlab.costmodel.specs.models import ModelSpec
 
 
@@ -125,3 +126,20 @@ def stage_memory(model: ModelSpec, plan: Plan, stage: str | int, assumptions: As
     rest = weights + grads + optimizer + acts.total + max(0.0, step_grads - acts.total)
     buffers = assumptions.runtime_bytes + assumptions.fragmentation * rest
     return StageMemory(stage, params, weights, grads, optimizer, acts, buffers, cpu, step_grads)
+
+
+def most_loaded_stage(model: ModelSpec, plan: Plan, assumptions: Assumptions = DEFAULT) -> StageMemory:
+    """The memory of the GPU that needs the most: the first pipeline stage (embeddings, most
+    micro-batches in flight) or the last (output layer, logits), whichever is larger; with an
+    uneven split (``Plan.layout``) also the first middle rank that holds the most layers (of
+    those, the one with the most micro-batches in flight: ``pipeline_split.fullest_stage``)."""
+    first = stage_memory(model, plan, "first", assumptions)
+    if plan.pp == 1:
+        return first
+    last = stage_memory(model, plan, "last", assumptions)
+    best = last if last.total > first.total else first
+    fullest = fullest_stage(plan.layout(model))
+    if fullest is not None:
+        middle = stage_memory(model, plan, fullest, assumptions)
+        best = middle if middle.total > best.total else best
+    return best
