@@ -44,7 +44,9 @@ def model_and_cluster(args: argparse.Namespace, n_gpus: int):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from parlab.costmodel import CP_IMPLS, OFFLOADS, RECOMPUTE, SCHEDULES
+    from parlab.costmodel import CP_IMPLS, OFFLOADS, SCHEDULES
+    from parlab.costmodel.pricing.activation_terms import RECOMPUTE_MODULES
+    from parlab.costmodel.pricing.memory import PLAN_RECOMPUTE
     from parlab.costmodel.specs.fp8 import FP8_RECIPES
 
     add_cluster_arguments(parser)
@@ -63,8 +65,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schedule", type=options.name_of("schedule", SCHEDULES), default="1f1b",
                         help="gpipe, 1f1b or interleaved")
     parser.add_argument("--chunks", type=pos, default=1, help="model chunks per GPU (interleaved)")
-    parser.add_argument("--recompute", type=options.name_of("recompute", RECOMPUTE), default="none",
-                        help="none, selective or full")
+    parser.add_argument("--first-stage-layers", type=pos, help="layers on the first pipeline stage (Megatron-Core)")
+    parser.add_argument("--last-stage-layers", type=pos, help="layers on the last pipeline stage (Megatron-Core)")
+    parser.add_argument("--embedding-as-layer", action="store_true",
+                        help="count the embedding as a layer of the pipeline split (Llama 3 405B)")
+    parser.add_argument("--loss-as-layer", action="store_true",
+                        help="count the loss as a layer of the pipeline split (Llama 3 405B)")
+    parser.add_argument("--recompute", type=options.name_of("recompute", PLAN_RECOMPUTE), default="none",
+                        help="none, selective, full or modules (with --recompute-modules)")
+    parser.add_argument("--recompute-modules", type=options.listed(options.name_of(
+        "recompute module", RECOMPUTE_MODULES), "recompute modules"), default=[],
+                        help="Megatron-Core's recompute modules, e.g. mlp,core_attn (implies --recompute modules)")
     parser.add_argument("--sp", action="store_true", help="sequence parallelism (needs tp > 1)")
     parser.add_argument("--offload", type=options.name_of("offload", OFFLOADS), default="none",
                         help="none, optimizer or optimizer+params")
@@ -95,9 +106,12 @@ def run(args: argparse.Namespace) -> int:
             dp = args.gpus // (args.tp * args.pp * args.cp)
     plan = Plan(dp=dp, tp=args.tp, pp=args.pp, zero=args.zero, micro_batch=args.micro_batch,
                 global_batch=args.global_batch, schedule=args.schedule, chunks=args.chunks,
-                recompute=args.recompute, sequence_parallel=args.sp, offload=args.offload, dtype=args.dtype,
-                fp32_grads=args.fp32_grads, cp=args.cp, cp_impl=args.cp_impl, ep=args.ep,
-                fp8_recipe=args.fp8_recipe)
+                recompute="modules" if args.recompute_modules and args.recompute == "none" else args.recompute,
+                recompute_modules=tuple(args.recompute_modules), sequence_parallel=args.sp, offload=args.offload,
+                dtype=args.dtype, fp32_grads=args.fp32_grads, first_stage_layers=args.first_stage_layers,
+                last_stage_layers=args.last_stage_layers, embedding_as_layer=args.embedding_as_layer,
+                loss_as_layer=args.loss_as_layer, cp=args.cp, cp_impl=args.cp_impl,
+                ep=args.ep, fp8_recipe=args.fp8_recipe)
     model, cluster = model_and_cluster(args, plan.n_gpus if args.gpus is None else args.gpus)
     est = estimate(model, cluster, plan)
     text = est.explain()

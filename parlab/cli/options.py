@@ -51,7 +51,8 @@ def listed(item: Callable[[str], object], what: str) -> Callable[[str], list]:
 
 
 def _example(what: str) -> str:
-    return {"ZeRO stages": "0,1", "positive integers": "1,2,4", "cp methods": "ring,all-gather"}.get(what, "none,full")
+    return {"ZeRO stages": "0,1", "positive integers": "1,2,4", "cp methods": "ring,all-gather",
+            "recompute modules": "mlp,core_attn"}.get(what, "none,full")
 
 
 def name_of(kind: str, names: Iterable[str], aliases: dict[str, str] | None = None) -> Callable[[str], str]:

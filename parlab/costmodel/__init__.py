@@ -68,6 +68,7 @@ from parlab.costmodel.plan.spec import (
     training_dtype,
 )
 from parlab.costmodel.plan.step_time import StepTime, step_time
+from parlab.costmodel.pricing.activation_terms import RECOMPUTE_MODULES
 from parlab.costmodel.pricing.collectives import (
     GroupLink,
     bus_factor,
@@ -104,6 +105,7 @@ from parlab.costmodel.pricing.memory import (
     model_state_memory,
 )
 from parlab.costmodel.pricing.params import layer_params_per_gpu, stage_params
+from parlab.costmodel.pricing.pipeline_split import pipeline_layout
 from parlab.costmodel.pricing.tensor_parallel import (
     colossal_table,
     compare_on_link,
@@ -140,7 +142,7 @@ from .pricing import trees as trees
 
 __all__ = [
     "CLUSTERS", "DEFAULT", "DTYPES", "GB", "GBIT", "GBYTE", "GPUS", "GiB", "LINKS", "MODELS", "OFFLOADS",
-    "MAX_GPUS", "OPTIMIZERS", "ORDER", "PRECISIONS", "RECOMPUTE", "SCHEDULES", "SECONDS_PER_DAY", "SECONDS_PER_YEAR",
+    "MAX_GPUS", "OPTIMIZERS", "ORDER", "PRECISIONS", "RECOMPUTE", "RECOMPUTE_MODULES", "SCHEDULES", "SECONDS_PER_DAY", "SECONDS_PER_YEAR",
     "Assumptions", "Cluster", "Estimate", "GPUSpec", "GroupLink", "GroupSpan", "LinkSpec", "ModelSpec",
     "ModelStateMemory", "Plan", "Precision", "ScalingPoint", "SearchResult", "StepTime", "Term",
     "advice", "bloom_table", "comm_time_vs_bandwidth", "guide_1_19", "megatron_table1", "memory_vs_dp",
@@ -151,7 +153,7 @@ __all__ = [
     "group_ranks", "group_span", "implied_utilisation", "in_flight_microbatches", "largest_model",
     "layer_forward_flops", "layer_params_per_gpu", "logit_forward_flops", "make_cluster",
     "megatron_eq2_params", "megatron_flops_per_iteration", "model_state_memory", "most_loaded_stage",
-    "parse_size", "rank_of", "ring_time", "search", "stage_activations", "stage_memory", "stage_params",
+    "parse_size", "pipeline_layout", "rank_of", "ring_time", "search", "stage_activations", "stage_memory", "stage_params",
     "step_flops", "step_time", "train_flops_6nd", "training_seconds", "tree_time", "zero_model_states",
     "CALIBRATION", "in_sample_summary", "out_of_sample_summary",
     "BLOOM_MEMORY_BAND", "MEGATRON_BAND", "TRAINING_DTYPES", "Zero3VsZero2", "bloom_summary", "megatron_summary",

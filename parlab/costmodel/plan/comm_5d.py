@@ -95,10 +95,11 @@ def ep_micro_batch_time(model: ModelSpec, plan: Plan, moe_layers: int, link: Gro
 
     bpe = 4 if plan.dtype == "fp32" else 2
     tokens = max(1, plan.micro_batch * model.seq_len // (plan.cp * plan.tp))
-    colls = ep_layer_collectives(tokens, model.hidden, model.moe, plan.ep, plan.recompute)
+    # recomputing the MoE module (Megatron-Core recompute_modules "moe") dispatches and combines again
+    recompute = ("full" if "moe" in plan.recompute_modules else "none") if plan.recompute == "modules" else plan.recompute
+    colls = ep_layer_collectives(tokens, model.hidden, model.moe, plan.ep, recompute)
     facts["ep_tokens"] = tokens
-    facts["ep_bytes_layer"] = all_to_all_bytes_per_layer(tokens, model.hidden, model.moe, plan.ep, bpe,
-                                                         plan.recompute)
+    facts["ep_bytes_layer"] = all_to_all_bytes_per_layer(tokens, model.hidden, model.moe, plan.ep, bpe, recompute)
     per_layer = sum(c.count * link.time("all_to_all", c.elements * bpe, c.ranks) for c in colls)
     facts["t_ep_layer"] = per_layer
     return moe_layers * per_layer

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from parlab.costmodel.plan.fp8 import matmul_formula
-from parlab.costmodel.plan.memory.stage import StageMemory, stage_memory
+from parlab.costmodel.plan.memory.stage import StageMemory, most_loaded_stage
 from parlab.costmodel.plan.memory.zero import DeepSpeedStage3, zero3_gathered_params
 from parlab.costmodel.plan.spec import Plan, check_plan
 from parlab.costmodel.plan.step_time import CP_TERM, EP_TERM, StepTime, step_time
@@ -14,6 +14,11 @@ from parlab.costmodel.plan.validated_range import outside_validated_range
 from parlab.costmodel.pricing.layer_flops import step_flops
 from parlab.costmodel.pricing.memory import get_precision
 from parlab.costmodel.pricing.params import stage_layers
+from parlab.costmodel.pricing.pipeline_split import (
+    layout_text,
+    stage_index,
+    stage_loads,
+)
 from parlab.costmodel.specs._check import instance
 from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
 from parlab.costmodel.specs.catalogue import get_model
@@ -72,14 +77,16 @@ class Estimate:
     @property
     def rank(self) -> int:
         """Global rank of the most loaded GPU (Megatron order: tp fastest, then dp, then pp)."""
-        pp_rank = self.plan.pp - 1 if self.stage.stage == "last" and self.plan.pp > 1 else 0
+        pp_rank = stage_index(self.stage.stage, self.plan.pp)
         return rank_of(0, 0, pp_rank, self.plan.tp, self.plan.dp, 0, self.plan.cp)
 
     @property
     def rank_label(self) -> str:
         if self.plan.pp == 1:
             return "rank 0 (every rank holds the same)"
-        return (f"rank {self.rank} ({self.stage.stage} pipeline stage; its "
+        st = self.stage.stage
+        name = f"{st} pipeline stage" if isinstance(st, str) else f"pipeline stage {st}, the first of the fullest"
+        return (f"rank {self.rank} ({name}; its "
                 f"{plural(self.plan.tp * self.plan.dp * self.plan.cp, 'rank')} hold the same)")
 
     def memory_terms(self) -> dict[str, float]:
@@ -98,7 +105,7 @@ class Estimate:
     @property
     def flops(self) -> tuple[float, float]:
         """(model FLOPs, hardware FLOPs) of one step."""
-        return step_flops(self.model, self.plan.batch, self.plan.recompute)
+        return step_flops(self.model, self.plan.batch, self.plan.recompute, self.plan.recompute_modules)
 
     @property
     def tokens_per_step(self) -> int:
@@ -145,12 +152,14 @@ class Estimate:
             dp += f" (its {human_count(self._experts())} routed-expert params, E/ep = "
             dp += f"{plural(m.moe.num_experts // p.ep, 'expert')} per GPU, over edp {p.edp})" if m.moe else ")"
         shard = {0: "", 1: "", 2: "", 3: f" / {dp}"}
-        ends = "embedding inputs" if st.stage == "first" else "output layer + fp32 logits"
+        ends = {"first": "embedding inputs", "last": "output layer + fp32 logits"}.get(st.stage, "no embedding or output")
         if p.pp == 1:
             ends = "embedding inputs + output layer + fp32 logits"
         where = ("" if p.offload == "none" else f" (offloaded to CPU with the fp32 gradients: "
                                                   f"{human_bytes(st.cpu)})")
-        layers = plural(stage_layers(m, p.pp), "layer") + (f" of {m.layers}" if p.pp > 1 else "")
+        layout = p.layout(m)
+        layers = plural(stage_layers(m, p.pp, layout, st.stage), "layer") + (
+            f" of {m.layers}" if p.pp > 1 else "") + (f", split {layout_text(layout)}" if len(set(layout)) > 1 else "")
         ds = DeepSpeedStage3.for_model(m)
         held = {"fsdp": "FSDP: the unit in use and the prefetched next one",
                 "deepspeed": "DeepSpeed stage 3: the module in use and what stage3_prefetch_bucket_size "
@@ -160,7 +169,8 @@ class Estimate:
                  if z == 3 else "")
         return [
             Term("parameters", st.weights,
-                 f"{human_count(st.params)} params ({layers} / tp {p.tp} + embeddings"
+                 f"{human_count(st.params)} params ({layers} / tp {p.tp}"
+                 + (" + embeddings" if isinstance(st.stage, str) else "")
                  + (f"; of them {human_count(self._experts())} in {plural(m.moe.num_experts // p.ep, 'routed expert')}"
                     f" of {m.moe.num_experts} per MoE layer (E / ep {p.ep})" if m.moe else "")
                  + f") x {prec.weight} B{shard[z]}{zero3}"
@@ -172,8 +182,8 @@ class Estimate:
                  f"{human_count(st.params)} x {prec.master + 2 * prec.state} B (fp32 master + Adam m, v)"
                  + (f" / {dp}" if z >= 1 else "") + where, ZERO_SRC + "; Ren et al. 2021 (offload)"),
             Term("activations", act.total,
-                 f"{plural(act.in_flight, 'micro-batch')} in flight x {plural(stage_layers(m, p.pp), 'layer')} x "
-                 f"{human_bytes(act.per_layer, 'MB')} (s b h (...) for recompute={p.recompute}, tp={p.tp}, "
+                 f"{plural(act.in_flight, 'micro-batch')} in flight x {plural(stage_layers(m, p.pp, layout, st.stage), 'layer')} x "
+                 f"{human_bytes(act.per_layer, 'MB')} (s b h (...) for recompute={p.describe_recompute()}, tp={p.tp}, "
                  f"SP={'on' if p.sequence_parallel else 'off'}"
                  + (f", / cp {p.cp}: s/cp = {m.seq_len // p.cp:,} tokens per rank" if p.cp > 1 else "")
                  + (f", MoE layers: {m.moe.top_k} of {m.moe.num_experts} experts per token" if m.moe else "")
@@ -185,11 +195,28 @@ class Estimate:
                  f"{self.assumptions.fragmentation:.0%} of the terms above", "assumption (parlab Assumptions)"),
         ]
 
+    def _pace_name(self) -> str:
+        """'last stage', or with an uneven split whose last stage is lighter 'most loaded stage (rank i)'."""
+        pace, p = self.time.facts["pace"], self.plan.pp
+        return "last stage" if pace == p - 1 or p == 1 else f"most loaded stage (pipeline rank {pace})"
+
+    def _bubble_formula(self) -> str:
+        """The bubble term's formula: (p-1)/v for an even split, the uneven split's own otherwise."""
+        f, p, v = self.time.facts, self.plan, self.plan.chunks
+        loads = stage_loads(f["layout"], p.embedding_as_layer, p.loss_as_layer)
+        if len(set(loads)) == 1:
+            return (f"(p-1)/v = {p.pp - 1}/{v} micro-batch times x {human_seconds(f['per_mb'])}; "
+                    f"bubble fraction (p-1)/(v m) = {f['bubble_frac']:.3f}")
+        return (f"(sum of stage loads - max) / max / v = ({sum(loads)} - {max(loads)}) / {max(loads)} / {v} "
+                f"micro-batch times x {human_seconds(f['per_mb'])} (uneven split {layout_text(f['layout'])}); "
+                f"bubble fraction {f['bubble_frac']:.3f}")
+
     def _experts(self) -> float:
         """Routed-expert parameters of the most loaded GPU (0 for a dense model)."""
         from parlab.costmodel.pricing.moe_layer import stage_param_split
 
-        return stage_param_split(self.model, self.plan.tp, self.plan.pp, self.stage.stage, self.plan.ep)[1]
+        return stage_param_split(self.model, self.plan.tp, self.plan.pp, self.stage.stage, self.plan.ep,
+                                 self.plan.layout(self.model))[1]
 
     def _gradient_formula(self) -> str:
         st, p = self.stage, self.plan
@@ -215,9 +242,10 @@ class Estimate:
         m, v = p.m, p.chunks
         gpu = self.cluster.gpu
         rec = {"full": " (fwd, recompute, bwd = 4 passes)", "selective": " (+ attention scores recomputed)",
-               "none": " (fwd + bwd = 3 passes)"}[p.recompute]
+               "none": " (fwd + bwd = 3 passes)",
+               "modules": f" (+ {', '.join(p.recompute_modules)} recomputed)"}[p.recompute]
         terms = [
-            Term("compute: matmuls", tm.matmul, matmul_formula(f, a, p, rec),
+            Term("compute: matmuls", tm.matmul, matmul_formula(f, a, p, rec, self._pace_name()),
                  EQ3_SRC + (f"; {get_fp8_recipe(p.fp8_recipe).source}" if p.fp8_recipe else "")),
             Term("compute: elementwise", tm.elementwise,
                  f"m {m} x {human_bytes(f['traffic_mb'])} moved by LayerNorm/softmax/dropout/GeLU / "
@@ -236,8 +264,7 @@ class Estimate:
                  "Narayanan et al. 2021 Sec. 4.1 (scatter/gather)"),
             *self._terms_5d(),
             Term("pipeline bubble", tm.bubble,
-                 (f"(p-1)/v = {p.pp - 1}/{v} micro-batch times x {human_seconds(f['per_mb'])}; "
-                  f"bubble fraction (p-1)/(v m) = {f['bubble_frac']:.3f}" if p.pp > 1 else "none (pp = 1)"),
+                 (self._bubble_formula() if p.pp > 1 else "none (pp = 1)"),
                  "Huang et al. 2019 (GPipe); Narayanan et al. 2021 Sec. 2.2"),
             Term("DP/ZeRO communication (exposed)", tm.dp_comm,
                  (f"{f['dp_ops']} over {'dp' if p.cp == 1 else 'dp x cp'}={p.dp * p.cp} ({f['where']['dp']}, "
@@ -306,7 +333,7 @@ class Estimate:
         lines += _render(self.memory_breakdown(), human_bytes)
         lines.append(f"  {'total':<36} {human_bytes(self.memory_total):>10}   of "
                      f"{human_bytes(self.memory_capacity)}: {'fits' if self.fits else 'does NOT fit'}")
-        lines += ["", "step time (the critical, last pipeline stage)"]
+        lines += ["", f"step time (the critical, {self._pace_name()})"]
         lines += _render(self.time_breakdown(), human_seconds)
         lines.append(f"  {'total':<36} {human_seconds(self.step_time):>10}")
         said = [d for d in self.assumptions.describe() if self.plan.dtype == "fp8" or not d.startswith("fp8_")]
@@ -347,13 +374,3 @@ def _check_inputs(cluster: Cluster, plan: Plan | None, assumptions: Assumptions)
     if plan is not None:
         instance("plan", plan, Plan, "Plan(dp=..., tp=..., pp=...)")
     instance("assumptions", assumptions, Assumptions, "DEFAULT.with_(...)")
-
-
-def most_loaded_stage(model: ModelSpec, plan: Plan, assumptions: Assumptions = DEFAULT) -> StageMemory:
-    """The memory of the GPU that needs the most: the first pipeline stage (embeddings, most
-    micro-batches in flight) or the last (output layer, logits), whichever is larger."""
-    first = stage_memory(model, plan, "first", assumptions)
-    if plan.pp == 1:
-        return first
-    last = stage_memory(model, plan, "last", assumptions)
-    return last if last.total > first.total else first

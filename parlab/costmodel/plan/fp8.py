@@ -39,9 +39,10 @@ def zero3_fp8_gather_bytes(model: ModelSpec, plan: Plan, params: float) -> float
                             plan.zero3_impl == "fsdp")
 
 
-def matmul_formula(f: dict, a: Assumptions, plan: Plan, rec: str) -> str:
-    """The ``compute: matmuls`` line of ``Estimate.explain``: one rate, or FP8's two."""
-    head = f"m {plan.m} x {f['flops_mb']:.3g} FLOPs per micro-batch on the last stage{rec}"
+def matmul_formula(f: dict, a: Assumptions, plan: Plan, rec: str, pace: str = "last stage") -> str:
+    """The ``compute: matmuls`` line of ``Estimate.explain``: one rate, or FP8's two; ``pace`` names
+    the stage whose time sets the pipeline's pace."""
+    head = f"m {plan.m} x {f['flops_mb']:.3g} FLOPs per micro-batch on the {pace}{rec}"
     bf16 = f"({f['peak'] / 1e12:g} TFLOP/s x {a.matmul_efficiency:g})"
     if plan.dtype != "fp8":
         return f"{head} / {bf16}"

@@ -11,7 +11,9 @@ from parlab.costmodel.plan.dtypes import (  # noqa: F401  (the dtype vocabulary,
     fp8_recipe_of,
     training_dtype,
 )
-from parlab.costmodel.pricing.memory import OPTIMIZERS, RECOMPUTE
+from parlab.costmodel.pricing.activation_terms import check_recompute, recompute_modules
+from parlab.costmodel.pricing.memory import OPTIMIZERS, PLAN_RECOMPUTE
+from parlab.costmodel.pricing.pipeline_split import check_split_knobs, pipeline_layout
 from parlab.costmodel.specs._check import boolean, canonical, instance, non_negative, positive
 from parlab.costmodel.specs.attention import check_priced
 from parlab.costmodel.specs.cluster import Cluster
@@ -59,6 +61,12 @@ class Plan:
     ``fp8_recipe`` names the FP8 recipe of a ``dtype="fp8"`` plan (``specs.fp8.FP8_RECIPES``;
     None: TransformerEngine's default, delayed scaling) and must be None for any other dtype.
 
+    ``layout``: the layers on each stage (``pipeline_split.pipeline_layout``: Megatron-Core's
+    ``first_stage_layers`` / ``last_stage_layers``, ``embedding_as_layer`` / ``loss_as_layer``;
+    unset, even, or balanced where pp x chunks does not divide the layers). ``recompute``: 'none',
+    'selective', 'full' or 'modules' with ``recompute_modules`` (Megatron-Core's names, e.g.
+    ``("mlp", "core_attn")``: ``activation_terms.RECOMPUTE_MODULES``).
+
     Names are normalised where they enter: ``schedule="GPipe"`` is ``"gpipe"``, ``dtype="mixed"``
     is ``"bf16"`` with 16-bit gradients (any spelling of ``TRAINING_DTYPES``), so every spelling
     of the same training gives the same numbers.
@@ -84,6 +92,11 @@ class Plan:
     ep: int = 1
     cp_impl: str = "ring"
     fp8_recipe: str | None = None
+    first_stage_layers: int | None = None
+    last_stage_layers: int | None = None
+    embedding_as_layer: bool = False
+    loss_as_layer: bool = False
+    recompute_modules: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "micro_batch", "chunks"):
@@ -93,10 +106,13 @@ class Plan:
             positive("ep", self.ep, integer=True)
         if non_negative("ZeRO stage", self.zero, integer=True) not in ZERO_STAGES:
             raise ValueError(f"ZeRO stage must be one of 0, 1, 2, 3, got {self.zero!r}")
-        for name in ("global_batch", "micro_batches"):
+        for name in ("global_batch", "micro_batches", "first_stage_layers", "last_stage_layers"):
             if getattr(self, name) is not None:
                 positive(name, getattr(self, name), integer=True)
         boolean("sequence_parallel", self.sequence_parallel)
+        if self.embedding_as_layer is not False or self.loss_as_layer is not False:
+            _set(self, "embedding_as_layer", boolean("embedding_as_layer", self.embedding_as_layer))
+            _set(self, "loss_as_layer", boolean("loss_as_layer", self.loss_as_layer))
         if self.fp32_grads is not None:
             boolean("fp32_grads", self.fp32_grads)
         spelled = self.dtype
@@ -115,7 +131,9 @@ class Plan:
         if self.cp_impl not in CP_IMPLS:
             _set(self, "cp_impl", canonical("cp_impl", self.cp_impl, CP_IMPLS))
         _set(self, "schedule", canonical("schedule", self.schedule, SCHEDULES))
-        _set(self, "recompute", canonical("recompute", self.recompute, RECOMPUTE))
+        _set(self, "recompute", canonical("recompute", self.recompute, PLAN_RECOMPUTE))
+        if self.recompute_modules != () or self.recompute == "modules":
+            _set(self, "recompute_modules", recompute_modules(self.recompute_modules))
         _set(self, "offload", canonical("offload", self.offload, OFFLOADS))
         _set(self, "optimizer", canonical("optimizer", self.optimizer, TRAINING_OPTIMIZERS))
         _set(self, "sequence_parallel", bool(self.sequence_parallel))
@@ -130,6 +148,9 @@ class Plan:
         self._check_rules()
 
     def _check_rules(self) -> None:
+        check_recompute(self.recompute, self.recompute_modules)
+        check_split_knobs(self.pp, self.first_stage_layers, self.last_stage_layers, self.embedding_as_layer,
+                          self.loss_as_layer)
         if self.schedule == "interleaved":
             if self.pp < 2:
                 raise ValueError(f"the interleaved schedule needs pipeline parallelism: pp must be >= 2, got pp={self.pp}")
@@ -194,6 +215,16 @@ class Plan:
             return "fp32"
         return "mixed-fp32-grad" if self.fp32_grads else "mixed"
 
+    def layout(self, model: ModelSpec) -> tuple[int, ...]:
+        """Transformer layers on each pipeline rank for ``model`` (``pipeline_layout``'s rules),
+        or a ValueError naming the rule the split breaks."""
+        return pipeline_layout(model.layers, self.pp, self.chunks, self.first_stage_layers, self.last_stage_layers,
+                               self.embedding_as_layer, self.loss_as_layer)
+
+    def describe_recompute(self) -> str:
+        """'full', 'selective', 'none', or 'modules(core_attn,mlp)'."""
+        return f"modules({','.join(self.recompute_modules)})" if self.recompute == "modules" else self.recompute
+
     def with_(self, **changes) -> Plan:
         """A copy with some fields changed (validated again). A new ``dtype`` without a new
         ``fp32_grads`` takes that dtype's default gradient precision."""
@@ -215,7 +246,11 @@ class Plan:
         parts += [f"ep={self.ep}"] if self.ep > 1 else []
         parts += [f"ZeRO-{self.zero}{impl}", f"mb={self.micro_batch}", f"m={self.m}"]
         parts += [sched] if self.pp > 1 else []
-        parts += [f"recompute={self.recompute}"] if self.recompute != "none" else []
+        parts += [f"first={self.first_stage_layers}"] if self.first_stage_layers is not None else []
+        parts += [f"last={self.last_stage_layers}"] if self.last_stage_layers is not None else []
+        parts += ["embedding-as-layer"] if self.embedding_as_layer else []
+        parts += ["loss-as-layer"] if self.loss_as_layer else []
+        parts += [f"recompute={self.describe_recompute()}"] if self.recompute != "none" else []
         parts += ["SP"] if self.sequence_parallel else []
         parts += [f"offload={self.offload}"] if self.offload != "none" else []
         default = training_dtype(self.dtype)[2]  # bf16: fp32 gradients; fp16: 16-bit ones
@@ -247,9 +282,8 @@ def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
                              f"(Megatron-LM splits them evenly over the TP group)")
     if plan.pp > model.layers:
         raise ValueError(f"pp={plan.pp} > {model.layers} layers: every pipeline stage needs at least one layer")
-    if plan.schedule == "interleaved" and model.layers % (plan.pp * plan.chunks):
-        raise ValueError(f"the interleaved schedule needs layers ({model.layers}) divisible by pp x chunks = "
-                         f"{plan.pp} x {plan.chunks} = {plan.pp * plan.chunks} (Megatron-LM)")
+    plan.layout(model)  # the split of the layers over the stages (ValueError naming the rule)
+    recompute_modules(plan.recompute_modules, model)  # modules the model has
     if plan.dtype == "bf16" and not cluster.gpu.bf16:
         raise ValueError(f"{cluster.gpu.name} has no bf16 tensor cores; use dtype fp16 or fp32")
     if plan.dtype == "fp8":

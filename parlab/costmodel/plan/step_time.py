@@ -6,19 +6,30 @@ with cp or ep > 1 the context-parallel attention traffic and the MoE all-to-alls
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from parlab.costmodel.plan.comm_5d import cp_micro_batch_time, ep_micro_batch_time
 from parlab.costmodel.plan.fp8 import fp8_matmuls, zero3_fp8_gather_bytes
+from parlab.costmodel.plan.memory.activations import _layer_kinds
 from parlab.costmodel.plan.spec import Plan
+from parlab.costmodel.plan.stage_work import (
+    mean_layer_activations,
+    pacing_stage,
+    param_stages,
+    stage_layer_flops,
+)
 from parlab.costmodel.pricing.collectives import group_link, ring_time
-from parlab.costmodel.pricing.layer_flops import layer_forward_flops, logit_forward_flops
+from parlab.costmodel.pricing.layer_flops import (
+    layer_forward_flops,
+    logit_forward_flops,
+    recompute_module_flops,
+)
 from parlab.costmodel.pricing.memory import (
-    activation_bytes_per_layer,
     attention_score_bytes,
     get_precision,
 )
-from parlab.costmodel.pricing.params import stage_layers, stage_params
+from parlab.costmodel.pricing.params import stage_params
+from parlab.costmodel.pricing.pipeline_split import bubble_stage_times, stage_loads
 from parlab.costmodel.pricing.tensor_parallel.megatron import tp_layer_collectives
 from parlab.costmodel.specs.assumptions import Assumptions
 from parlab.costmodel.specs.cluster import Cluster
@@ -127,26 +138,37 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     cp, ep = plan.cp, plan.ep
     prec = get_precision(plan.precision)
     full, selective = plan.recompute == "full", plan.recompute == "selective"
-    f: dict = {"L": stage_layers(model, p), "passes": 4 if full else 3, "cp": cp, "ep": ep}
-    L, passes = f["L"], f["passes"]
+    layout = plan.layout(model)
+    pace = pacing_stage(model, plan, layout)
+    f: dict = {"L": layout[pace], "passes": 4 if full else 3, "cp": cp, "ep": ep, "layout": layout,
+               "pace": pace}
+    L, passes, logits = f["L"], f["passes"], 3 * (pace == p - 1)
 
-    # compute of one micro-batch on the last stage (it also runs the logits); with cp the rank's
-    # s / cp tokens (its queries against all s keys: every term / cp)
+    # compute of one micro-batch on the pacing stage (the last, which also runs the logits, unless
+    # an uneven split makes another slower); with cp the rank's s / cp tokens (its queries against
+    # all s keys: every term / cp)
     if model.moe is None and cp == 1:  # the 3D count, as it always was
-        flops = passes * L * layer_forward_flops(model, b, t) + 3 * logit_forward_flops(model, b, t)
+        flops = passes * L * layer_forward_flops(model, b, t) + logits * logit_forward_flops(model, b, t)
     else:
-        flops = passes * stage_layer_flops(model, plan, "last") + 3 * logit_forward_flops(model, b, t) / cp
+        flops = passes * stage_layer_flops(model, plan, pace) + logits * logit_forward_flops(model, b, t) / cp
     if selective:
         flops += L * 4 * b * s * s * h / t / cp
+    modules = plan.recompute_modules
+    if modules:  # module-level recompute: each module's forward again (``recompute_module_flops``)
+        kinds = _layer_kinds(model, plan, pace)
+        flops += sum(k * recompute_module_flops(model, modules, b, t, cp, moe) for k, moe in kinds if k)
+        f["recomputed"] = mean_layer_activations(model, plan, pace) - mean_layer_activations(
+            model, plan, pace, "modules")
     if model.flash_attention:  # FlashAttention's backward recomputes Q K^T (Dao et al. 2022, Sec. 3.1)
         flops += L * 2 * b * s * s * h / t / cp
     f["peak"] = cluster.gpu.peak_flops("fp32" if plan.dtype == "fp32" else "half")
     f["flops_mb"], f["t_mm_mb"] = flops, flops / (f["peak"] * a.matmul_efficiency)
     if plan.dtype == "fp8":  # the linear layers' GEMMs at the FP8 peak, the rest as before
-        fp8_matmuls(model, cluster, plan, a, f, stage_layer_flops(model, plan, "last"))
-    f["stored"] = _mean_layer_activations(model, plan)
+        fp8_matmuls(model, cluster, plan, a, f, stage_layer_flops(model, plan, pace))
+    f["stored"] = mean_layer_activations(model, plan, pace)
     scores = attention_score_bytes(model, b, t) / cp  # the score bytes that selective recompute redoes
-    f["traffic_mb"] = a.elementwise_traffic * L * (f["stored"] * (1 + 2 + full) + (scores if selective else 0))
+    f["traffic_mb"] = a.elementwise_traffic * L * (f["stored"] * (1 + 2 + full) + (scores if selective else 0)
+                                                    + f.get("recomputed", 0.0))
     f["t_el_mb"] = f["traffic_mb"] / (cluster.gpu.hbm_bytes_per_s * a.hbm_efficiency)
 
     # tensor parallel: 2 all-reduces in the forward, 2 in the backward, 2 more when recomputing
@@ -160,8 +182,14 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     bpe = 4 if plan.dtype == "fp32" else 2
     s_cp = s // cp  # the tokens of one CP rank
     f["msg"] = bpe * s_cp * b * h
-    colls = tp_layer_collectives(b, s_cp, h, t, plan.sequence_parallel, plan.recompute)
+    colls = tp_layer_collectives(b, s_cp, h, t, plan.sequence_parallel, "none" if modules else plan.recompute)
     per_layer = sum(c.count * links["tp"].time(c.op, c.elements * bpe, t) for c in colls)
+    if {"mlp", "moe"} & set(modules):  # the MLP's forward collective again (Megatron: inside the checkpoint)
+        again = [(k, moe) for k, moe in _layer_kinds(model, plan, pace)
+                 if ("mlp" in modules and moe is not True) or ("moe" in modules and moe is not False and model.moe)]
+        share = sum(k for k, _ in again) / L
+        colls += tuple(replace(c, count=c.count * share / 2) for c in colls if c.phase == "forward")
+        per_layer = sum(c.count * links["tp"].time(c.op, c.elements * bpe, t) for c in colls)
     # one "collective" below is one all-reduce, or with SP one all-gather + reduce-scatter pair
     f["n_tp"] = L * sum(c.count for c in colls if c.op != "reduce_scatter")
     f["t_tp_one"] = L * per_layer / f["n_tp"] if f["n_tp"] else 0.0
@@ -178,20 +206,23 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     if ep > 1:
         from parlab.costmodel.pricing.moe_layer import stage_layer_kinds
 
-        f["moe_layers"] = stage_layer_kinds(model, p, "last")[1]
+        f["moe_layers"] = stage_layer_kinds(model, p, pace, layout)[1]
         f["t_ep_mb"] = ep_micro_batch_time(model, plan, f["moe_layers"], links["ep"], f)
     per_mb = f["t_mm_mb"] + f["t_el_mb"] + f["t_tp_mb"] + f["t_pp_mb"] + f["t_cp_mb"] + f["t_ep_mb"]
-    f["per_mb"], f["bubble_frac"] = per_mb, (p - 1) / (v * m)
+    # the bubble: the other stages' time for one micro-batch (Narayanan et al. 2021, Sec. 2.2:
+    # (p - 1) / v of the pacing stage's for an even split; ``pipeline_split.bubble_stage_times``)
+    loads = stage_loads(layout, plan.embedding_as_layer, plan.loss_as_layer)
+    units = (p - 1) / v if len(set(loads)) == 1 else bubble_stage_times(loads, v)
+    f["per_mb"], f["bubble_frac"] = per_mb, (p - 1) / (v * m) if len(set(loads)) == 1 else units / m
 
     # data parallel / ZeRO over the DP group (dp x cp ranks: CP ranks reduce their gradients
     # together); an MoE model's routed experts over their expert-DP group (dp x cp / ep ranks)
     if model.moe is None:
-        split = (max(stage_params(model, t, p, "first"), stage_params(model, t, p, "last")), 0.0)
+        split = (max(stage_params(model, t, p, i, layout) for i in param_stages(layout)), 0.0)
     else:
         from parlab.costmodel.pricing.moe_layer import stage_param_split
 
-        split = max(stage_param_split(model, t, p, "first", ep), stage_param_split(model, t, p, "last", ep),
-                    key=sum)
+        split = max((stage_param_split(model, t, p, i, ep, layout) for i in param_stages(layout)), key=sum)
     P = sum(split)
     dp, zero, dl = plan.dp * cp, plan.zero, links["dp"]
     reducers = [(split[0], dp, dl)] + ([(split[1], plan.edp, links.get("edp", dl))] if split[1] else [])
@@ -256,33 +287,4 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
         if plan.offload == "optimizer+params":
             offload += m * 2 * shard * prec.weight / cluster.host.achievable  # the 2 gathers' fetches
     return StepTime(m * f["t_mm_mb"], m * f["t_el_mb"], m * f["t_tp_mb"], m * f["t_pp_mb"],
-                    (p - 1) / v * per_mb, exposed, opt, offload, f, m * f["t_cp_mb"], m * f["t_ep_mb"])
-
-
-def stage_layer_flops(model: ModelSpec, plan: Plan, stage: str, padded: bool = True) -> float:
-    """Forward matmul FLOPs of one micro-batch through the stage's layers on one GPU: ceil(l/pp) x
-    ``layer_forward_flops`` / cp for a dense model; an MoE model's dense and MoE layers
-    (``moe_layer.moe_model_layer_flops``, experts over their padded capacity unless ``padded``
-    is False)."""
-    b, t, cp = plan.micro_batch, plan.tp, plan.cp
-    if model.moe is None:
-        flops = stage_layers(model, plan.pp) * layer_forward_flops(model, b, t)
-        return flops if cp == 1 else flops / cp
-    from parlab.costmodel.pricing.moe_layer import moe_model_layer_flops, stage_layer_kinds
-
-    dense, moe = stage_layer_kinds(model, plan.pp, stage)
-    return (dense * moe_model_layer_flops(model, b, t, cp, False, padded)
-            + moe * moe_model_layer_flops(model, b, t, cp, True, padded))
-
-
-def _mean_layer_activations(model: ModelSpec, plan: Plan) -> float:
-    """Activation bytes of the last stage's mean layer without recompute (what elementwise
-    kernels read and write)."""
-    from parlab.costmodel.plan.memory.activations import _layer_kinds
-
-    kinds = _layer_kinds(model, plan, "last")
-    per = [(k, activation_bytes_per_layer(model, plan.micro_batch, plan.tp, plan.sequence_parallel, "none",
-                                          cp=plan.cp, moe_layer=moe)) for k, moe in kinds]
-    if len(per) == 1:
-        return per[0][1]
-    return sum(k * x for k, x in per) / sum(k for k, _ in per)
+                    units * per_mb, exposed, opt, offload, f, m * f["t_cp_mb"], m * f["t_ep_mb"])

@@ -39,11 +39,13 @@ def fp8_gemm_flops(layers_flops: float, layers: int, core: float, passes: int) -
     return passes * max(0.0, layers_flops - layers * core)
 
 
-def stage_linear_params(model: ModelSpec, params: float, tp: int, pp: int, stage: str) -> float:
+def stage_linear_params(model: ModelSpec, params: float, tp: int, pp: int, stage: str | int,
+                        layout: tuple[int, ...] | None = None) -> float:
     """Of the ``params`` one GPU of the 'first' or 'last' stage holds, those of its layers' linear
     weights: all but the ends (embedding, output layer: ``params.stage_params``), which FP8 recipes
     keep in BF16. The layers' norms (a few h per layer, under 0.1%) are counted with the linears."""
-    ends = stage_params(model, tp, pp, stage) - stage_layers(model, pp) * layer_params_per_gpu(model, tp)
+    ends = (stage_params(model, tp, pp, stage, layout)
+            - stage_layers(model, pp, layout, stage) * layer_params_per_gpu(model, tp))
     return max(0.0, params - ends)
 
 

@@ -24,7 +24,43 @@ def logit_forward_flops(model: ModelSpec, micro_batch: int = 1, tp: int = 1) -> 
     return 2 * micro_batch * model.seq_len * model.hidden * model.vocab / tp
 
 
-def step_flops(model: ModelSpec, batch: int, recompute: str = "none") -> tuple[float, float]:
+def recompute_module_flops(model: ModelSpec, modules: tuple[str, ...], micro_batch: int = 1, tp: int = 1,
+                           cp: int = 1, moe_layer: bool | None = None) -> float:
+    """Forward matmul FLOPs one layer runs again on one GPU when Megatron-Core recomputes
+    ``modules`` (``activation_terms.RECOMPUTE_MODULES``), for the s / cp tokens of a CP rank:
+
+    * core_attn: the score and value products 4 b s^2 h / t (Narayanan et al. 2021, Sec. 5.1;
+      what selective recompute repeats, Korthikanti et al. 2022, Sec. 5);
+    * mlp (a dense layer's MLP): 2 b s n h f / t, n = 2 matrices (3 gated);
+    * moe (an MoE layer's router, shared and routed experts over their padded rows) and
+      shared_experts (the shared experts alone): their share of ``moe_layer.moe_model_layer_flops``;
+    * layernorm, moe_act: elementwise kernels, no matmul FLOPs (their HBM traffic is
+      ``step_time``'s).
+
+    ``moe_layer``: False for a dense layer of an MoE model; None, an MoE layer if the model has experts.
+    """
+    s, b, h = model.seq_len, micro_batch, model.hidden
+    moe = model.moe if moe_layer is not False else None
+    tokens = max(1, s * b // cp)
+    out = 0.0
+    if "core_attn" in modules:
+        out += 4 * b * s * s * h / tp / cp
+    if "mlp" in modules and moe is None:
+        mlp = (model.moe_model()._dense_mlp() if model.moe is not None
+               else (3 if model.gated_mlp else 2) * h * model.ffn)
+        out += 2 * tokens * mlp / tp
+    if moe is not None and ("moe" in modules or "shared_experts" in modules):
+        shared = 2 * tokens * moe.shared_experts * moe.params_per_expert(h)
+        out += shared / tp
+        if "moe" in modules:
+            from parlab.costmodel.pricing.expert_parallel.layer import expert_forward_flops
+
+            out += (2 * tokens * moe.router_params(h) + expert_forward_flops(tokens, h, moe, True)) / tp
+    return out
+
+
+def step_flops(model: ModelSpec, batch: int, recompute: str = "none",
+               modules: tuple[str, ...] = ()) -> tuple[float, float]:
     """(model FLOPs, hardware FLOPs) of one step on ``batch`` sequences.
 
     Model FLOPs count forward + backward = 3 forward passes (what MFU counts: Chowdhery et al.
@@ -33,8 +69,15 @@ def step_flops(model: ModelSpec, batch: int, recompute: str = "none") -> tuple[f
     the attention-score matmuls 4bs^2h per layer with selective recompute (Korthikanti et al.
     2022, Section 5), and FlashAttention's recomputation of the scores Q K^T in its backward pass,
     2bs^2h per layer (Dao et al. 2022, Sec. 3.1). For GPT shapes the model FLOPs equal Eq. 3's
-    72 B s l h^2 (1 + s/6h + V/12lh).
+    72 B s l h^2 (1 + s/6h + V/12lh). ``recompute='modules'`` repeats ``recompute_module_flops``
+    of ``modules`` in every layer.
     """
+    if recompute == "modules":
+        model_flops, hardware = step_flops(model, batch, "none")
+        dense = model.moe.dense_layers if model.moe is not None else model.layers
+        kinds = ((dense, False), (model.layers - dense, True)) if model.moe is not None else ((dense, None),)
+        return model_flops, hardware + sum(k * recompute_module_flops(model, modules, batch, 1, 1, moe)
+                                           for k, moe in kinds if k)
     if model.moe is not None:
         return _moe_step_flops(model, batch, recompute)
     layer = layer_forward_flops(model, batch)

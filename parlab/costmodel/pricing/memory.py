@@ -5,6 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from parlab.costmodel.pricing.activation_terms import (
+    RECOMPUTE_MODULES,
+    SELECTIVE,
+    dropped_terms,
+    layer_activation_terms,
+    recompute_modules,
+)
 from parlab.costmodel.specs._check import boolean, canonical, lookup, positive
 from parlab.costmodel.specs.models import ModelSpec
 
@@ -121,6 +128,9 @@ def model_state_memory(n_params: float, dtype: str = "mixed", optimizer: str = "
 
 
 RECOMPUTE = ("none", "selective", "full")
+#: What a ``Plan`` accepts: ``RECOMPUTE`` and module-level recompute (``Plan.recompute_modules``),
+#: which searches do not enumerate.
+PLAN_RECOMPUTE = RECOMPUTE + ("modules",)
 
 
 def attention_score_bytes(model: ModelSpec, micro_batch: int = 1, tp: int = 1) -> float:
@@ -141,7 +151,7 @@ def attention_score_bytes(model: ModelSpec, micro_batch: int = 1, tp: int = 1) -
 
 def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int = 1,
                                sequence_parallel: bool = False, recompute: str = "none", *, cp: int = 1,
-                               moe_layer: bool | None = None) -> float:
+                               moe_layer: bool | None = None, modules: tuple[str, ...] = ()) -> float:
     """Activation bytes one transformer layer keeps for the backward pass, per micro-batch.
 
     Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
@@ -180,32 +190,31 @@ def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int =
     and the router's fp32 probabilities 4 T E (Megatron-Core keeps them for the aux loss), with
     T = s b / cp tokens per rank. Split over the TP group like the MLP (Megatron-Core's expert
     tensor parallelism, etp = tp).
+
+    The terms are ``activation_terms.layer_activation_terms``'s; selective recompute drops the
+    attention scores (Megatron-Core's default recompute module, core_attn), full recompute keeps
+    the layer's input alone, and ``recompute='modules'`` drops what each of ``modules``
+    (Megatron-Core's ``recompute_modules``: ``activation_terms.MODULE_TERMS``) recomputes.
     """
     positive("micro_batch", micro_batch, integer=True)
     positive("tp", tp, integer=True)
     if cp != 1 or type(cp) is not int:
         positive("cp", cp, integer=True)
     boolean("sequence_parallel", sequence_parallel)
-    recompute = canonical("recompute", recompute, RECOMPUTE)
-    s, b, h, f, t = model.seq_len, micro_batch, model.hidden, model.ffn, tp
-    sbh = s * b * h
+    recompute = canonical("recompute", recompute, PLAN_RECOMPUTE)
+    s, b, h, t = model.seq_len, micro_batch, model.hidden, tp
     if recompute == "full":
-        full_bytes = 2 * sbh / (t if sequence_parallel else 1)
+        full_bytes = 2 * s * b * h / (t if sequence_parallel else 1)
         return full_bytes if cp == 1 else full_bytes / cp
-    whole = sbh * (8 + (2 if model.dropout else 0))
-    moe = model.moe if moe_layer is not False else None
-    if moe is None:
-        mlp = s * b * f * (6 if model.gated_mlp else 4)
-    else:
-        from parlab.costmodel.specs.moe import dispatch_rows
-
-        tokens = max(1, s * b // cp)  # T on this rank: the routing, and the capacity, are per rank
-        width = 6 if moe.gated else 4
-        rows = dispatch_rows(tokens, moe)
-        mlp = cp * (rows * (2 * h + width * moe.expert_ffn) + tokens * moe.shared_experts * width * moe.expert_ffn
-                    + 4 * tokens * moe.num_experts)
-    split = 8 * sbh + mlp
-    scores = 0.0 if recompute == "selective" else attention_score_bytes(model, b, t)
+    if recompute == "modules" and not modules:
+        raise ValueError("recompute='modules' needs the modules to recompute, e.g. modules=('mlp',); "
+                         f"allowed: {', '.join(RECOMPUTE_MODULES)}")
+    dropped = dropped_terms(SELECTIVE if recompute == "selective" else
+                            recompute_modules(modules) if recompute == "modules" else ())
+    terms = layer_activation_terms(model, b, cp, moe_layer)
+    whole = sum(n for name, (where, n) in terms.items() if where == "whole" and name not in dropped)
+    split = sum(n for name, (where, n) in terms.items() if where == "split" and name not in dropped)
+    scores = 0.0 if "attention scores" in dropped else attention_score_bytes(model, b, t)
     out = whole / (t if sequence_parallel else 1) + split / t + scores
     return out if cp == 1 else out / cp
 

@@ -14,6 +14,7 @@ from parlab.costmodel.pricing.expert_parallel.layer import (
     expert_params_per_gpu,
 )
 from parlab.costmodel.pricing.params import layer_params_per_gpu, stage_layers, stage_params
+from parlab.costmodel.pricing.pipeline_split import stage_index
 from parlab.costmodel.specs.models import ModelSpec
 
 
@@ -48,25 +49,33 @@ def layer_param_split(model: ModelSpec, tp: int = 1, ep: int = 1, moe_layer: boo
     return dense, expert_params_per_gpu(h, moe, 1, ep, etp=tp)
 
 
-def stage_layer_kinds(model: ModelSpec, pp: int, stage: str) -> tuple[int, int]:
-    """(dense layers, MoE layers) on the 'first' or 'last' stage's ceil(l / pp) layers: an MoE
-    model's dense first layers (DeepSeek-V3: 3) sit on the first stage; a dense model's are all dense."""
-    L = stage_layers(model, pp)
+def stage_layer_kinds(model: ModelSpec, pp: int, stage: str | int,
+                      layout: tuple[int, ...] | None = None) -> tuple[int, int]:
+    """(dense layers, MoE layers) on the 'first', 'last' (or i-th) stage's layers (``layout``, a
+    plan's split; ceil(l / pp) each without one): an MoE model's dense first layers (DeepSeek-V3:
+    3) sit on the first stage(s); a dense model's are all dense."""
+    if layout is None:
+        L = stage_layers(model, pp)
+        before = 0 if (stage == "first" or pp == 1) else model.layers - L
+    else:
+        i = stage_index(stage, pp)
+        L, before = layout[i], sum(layout[:i])
     if model.moe is None:
         return L, 0
-    before = 0 if (stage == "first" or pp == 1) else model.layers - L
     dense = max(0, min(L, model.moe.dense_layers - before))
     return dense, L - dense
 
 
-def stage_param_split(model: ModelSpec, tp: int, pp: int, stage: str, ep: int = 1) -> tuple[float, float]:
+def stage_param_split(model: ModelSpec, tp: int, pp: int, stage: str | int, ep: int = 1,
+                      layout: tuple[int, ...] | None = None) -> tuple[float, float]:
     """(dense, routed-expert) parameters one GPU of the 'first' or 'last' stage holds before ZeRO:
     ``stage_params``'s ends (embeddings, output layer) and its layers' dense parts, and its MoE
     layers' experts. For a dense model ``(stage_params(...), 0)``."""
     if model.moe is None:
-        return stage_params(model, tp, pp, stage), 0.0
-    ends = stage_params(model, tp, pp, stage) - stage_layers(model, pp) * layer_params_per_gpu(model, tp)
-    n_dense, n_moe = stage_layer_kinds(model, pp, stage)
+        return stage_params(model, tp, pp, stage, layout), 0.0
+    ends = (stage_params(model, tp, pp, stage, layout)
+            - stage_layers(model, pp, layout, stage if layout else None) * layer_params_per_gpu(model, tp))
+    n_dense, n_moe = stage_layer_kinds(model, pp, stage, layout)
     d_dense, _ = layer_param_split(model, tp, ep, moe_layer=False)
     d_moe, e_moe = layer_param_split(model, tp, ep, moe_layer=True)
     return ends + n_dense * d_dense + n_moe * d_moe, n_moe * e_moe

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from parlab.costmodel.pricing.pipeline_split import stage_index
 from parlab.costmodel.specs.models import ModelSpec
 
 
@@ -26,26 +27,32 @@ def layer_params_per_gpu(model: ModelSpec, tp: int = 1) -> float:
     return split / tp + replicated
 
 
-def stage_layers(model: ModelSpec, pp: int) -> int:
-    """Layers on the most loaded pipeline stage: ceil(l / pp)."""
-    return math.ceil(model.layers / pp)
+def stage_layers(model: ModelSpec, pp: int, layout: tuple[int, ...] | None = None,
+                 stage: str | int | None = None) -> int:
+    """Layers on one pipeline rank: the given ``stage`` ('first', 'last' or a rank) of
+    ``layout`` (``pipeline_split.pipeline_layout``: a plan's split), or its most loaded rank when
+    ``stage`` is None. Without a layout, the most loaded rank of the split ceil(l / pp)."""
+    if layout is None:
+        return math.ceil(model.layers / pp)
+    return max(layout) if stage is None else layout[stage_index(stage, pp)]
 
 
-def stage_params(model: ModelSpec, tp: int, pp: int, stage: str) -> float:
-    """Parameters one GPU of the 'first' or 'last' pipeline stage holds (before ZeRO).
+def stage_params(model: ModelSpec, tp: int, pp: int, stage: str | int,
+                 layout: tuple[int, ...] | None = None) -> float:
+    """Parameters one GPU of the 'first', 'last' (or i-th) pipeline stage holds (before ZeRO).
 
-    Its ceil(l/pp) layers (``layer_params_per_gpu``), plus on the first stage the vocabulary-
+    Its layers (``stage_layers`` of ``layout``; ceil(l/pp) without one; ``layer_params_per_gpu``), plus on the first stage the vocabulary-
     parallel input embedding V h / t (Megatron-LM splits it over TP) and the position table, and
     on the last stage the output layer V h / t (a copy of the tied embedding when pp > 1) and the
     final norm. With pp = 1 one stage holds both ends.
     """
     h, V = model.hidden, model.vocab
     norm = 2 * h if model.bias else h
-    n = stage_layers(model, pp) * layer_params_per_gpu(model, tp)
+    n = stage_layers(model, pp, layout, stage if layout else None) * layer_params_per_gpu(model, tp)
     embedding = V * h / tp + (model.seq_len * h if model.learned_pos else 0) + (norm if model.embedding_norm else 0)
     output = norm + (V * h / tp if (pp > 1 or not model.tied_embeddings) else 0)
-    if stage == "first" or pp == 1:
+    if stage == "first" or stage == 0 or pp == 1:
         n += embedding
-    if stage == "last" or pp == 1:
+    if stage == "last" or stage == pp - 1 or pp == 1:
         n += output
     return n

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from parlab.costmodel.plan.estimate import Estimate, _check_inputs, most_loaded_stage
 from parlab.costmodel.plan.spec import (
@@ -18,6 +19,7 @@ from parlab.costmodel.plan.spec import (
 )
 from parlab.costmodel.plan.step_time import step_time
 from parlab.costmodel.pricing.memory import RECOMPUTE
+from parlab.costmodel.pricing.pipeline_split import pipeline_layout
 from parlab.costmodel.specs._check import boolean, canonical, non_negative, positive
 from parlab.costmodel.specs._check import choices as choice_list
 from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
@@ -226,9 +228,21 @@ def _schedules(pp: int, m: int, layers: int, schedules: Iterable[str], chunks: I
             continue
         if m % pp:
             continue
-        for v in chunks:
-            if v >= 2 and layers % (pp * v) == 0:
-                yield sched, v
+        even = [v for v in chunks if v >= 2 and layers % (pp * v) == 0]
+        for v in even or [v for v in chunks if v >= 2 and _uneven_split(layers, pp, v)]:
+            yield sched, v
+
+
+@lru_cache(maxsize=4096)
+def _uneven_split(layers: int, pp: int, v: int) -> bool:
+    """Whether ``pipeline_layout``'s balanced uneven split exists for pp x v (a plan with the
+    default split knobs): the search tries uneven interleaved splits only at a pp for which no v
+    offered divides the layers, so a model whose layers divide is searched as before."""
+    try:
+        pipeline_layout(layers, pp, v)
+    except ValueError:
+        return False
+    return True
 
 
 def _suits(model: ModelSpec, tp: int, pp: int) -> bool:

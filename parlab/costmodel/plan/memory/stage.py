@@ -13,7 +13,8 @@ from parlab.costmodel.plan.spec import Plan
 from parlab.costmodel.pricing.fp8 import fp8_weight_bytes, stage_linear_params
 from parlab.costmodel.pricing.memory import ModelStateMemory, get_precision
 from parlab.costmodel.pricing.params import stage_layers, stage_params
-from parlab.costmodel.specs.assumptions import Assumptions
+from parlab.costmodel.pricing.pipeline_split import fullest_stage
+from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
 from parlab.costmodel.specs.fp8 import get_fp8_recipe
 from parlab.costmodel.specs.models import ModelSpec
 
@@ -55,7 +56,7 @@ class StageMemory:
     peak is the larger of the two moments: ``step_extra`` is what the copy adds above the
     backward pass's peak, max(0, step_grads - activations)."""
 
-    stage: str
+    stage: str | int  # 'first', 'last', or the rank of a middle stage (uneven splits)
     params: float  # parameters this GPU's shard covers (before ZeRO)
     weights: float
     grads: float
@@ -76,8 +77,8 @@ class StageMemory:
                 + self.buffers)
 
 
-def stage_memory(model: ModelSpec, plan: Plan, stage: str, assumptions: Assumptions) -> StageMemory:
-    """Memory of one GPU of the 'first' or 'last' stage: its TP/PP shard of the model states,
+def stage_memory(model: ModelSpec, plan: Plan, stage: str | int, assumptions: Assumptions) -> StageMemory:
+    """Memory of one GPU of the 'first', 'last' (or i-th: ``Plan.layout``) stage: its TP/PP shard of the model states,
     divided by ZeRO over the DP group (not over all GPUs), its activations, the optimizer step's
     transient fp32 gradients (``fp32_gradient_copy``), and the allowance for runtime buffers and
     allocator fragmentation (``Assumptions``).
@@ -95,12 +96,13 @@ def stage_memory(model: ModelSpec, plan: Plan, stage: str, assumptions: Assumpti
     the "dp-cp" group). An MoE model's routed experts (``moe_layer.stage_param_split``: E / ep per
     GPU) are sharded over their own expert-data-parallel group, dp x cp / ep ranks.
     """
+    layout = plan.layout(model)
     if model.moe is None:
-        dense, experts = stage_params(model, plan.tp, plan.pp, stage), 0.0
+        dense, experts = stage_params(model, plan.tp, plan.pp, stage, layout), 0.0
     else:
         from parlab.costmodel.pricing.moe_layer import stage_param_split
 
-        dense, experts = stage_param_split(model, plan.tp, plan.pp, stage, plan.ep)
+        dense, experts = stage_param_split(model, plan.tp, plan.pp, stage, plan.ep, layout)
     params = dense + experts
     states = zero_model_states(dense, plan.dp * plan.cp, plan.zero, plan.precision, plan.optimizer)
     if experts:
@@ -136,7 +138,25 @@ def fp8_stage_weights(model: ModelSpec, plan: Plan, stage: str, params: float) -
     stage's linear weights, or with ZeRO-3 of the weights gathered at the peak only (the shard is
     cast when it is gathered; FSDP2 casts before gathering: torchao float8 README)."""
     recipe = get_fp8_recipe(plan.fp8_recipe)
-    layers = stage_layers(model, plan.pp)
+    layout = plan.layout(model)
+    layers = stage_layers(model, plan.pp, layout, stage)
     if plan.zero == 3:
         return fp8_weight_bytes(zero3_gathered_params(model, plan.tp, plan.zero3_impl), layers, recipe)
-    return fp8_weight_bytes(stage_linear_params(model, params, plan.tp, plan.pp, stage), layers, recipe)
+    return fp8_weight_bytes(stage_linear_params(model, params, plan.tp, plan.pp, stage, layout), layers, recipe)
+
+
+def most_loaded_stage(model: ModelSpec, plan: Plan, assumptions: Assumptions = DEFAULT) -> StageMemory:
+    """The memory of the GPU that needs the most: the first pipeline stage (embeddings, most
+    micro-batches in flight) or the last (output layer, logits), whichever is larger; with an
+    uneven split (``Plan.layout``) also the first middle rank that holds the most layers (of
+    those, the one with the most micro-batches in flight: ``pipeline_split.fullest_stage``)."""
+    first = stage_memory(model, plan, "first", assumptions)
+    if plan.pp == 1:
+        return first
+    last = stage_memory(model, plan, "last", assumptions)
+    best = last if last.total > first.total else first
+    fullest = fullest_stage(plan.layout(model))
+    if fullest is not None:
+        middle = stage_memory(model, plan, fullest, assumptions)
+        best = middle if middle.total > best.total else best
+    return best
