@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from parlab.costmodel.plan.comm_5d import cp_micro_batch_time, ep_micro_batch_time
 from parlab.costmodel.plan.spec import Plan
+from parlab.costmodel.pricing.attention_terms import score_flops
 from parlab.costmodel.pricing.collectives import group_link, ring_time
 from parlab.costmodel.pricing.layer_flops import layer_forward_flops, logit_forward_flops
 from parlab.costmodel.pricing.memory import (
@@ -135,10 +136,11 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
         flops = passes * L * layer_forward_flops(model, b, t) + 3 * logit_forward_flops(model, b, t)
     else:
         flops = passes * stage_layer_flops(model, plan, "last") + 3 * logit_forward_flops(model, b, t) / cp
+    scores_fwd = score_flops(model, b)  # 4bs^2h for multi-head attention (attention_terms)
     if selective:
-        flops += L * 4 * b * s * s * h / t / cp
+        flops += L * scores_fwd / t / cp
     if model.flash_attention:  # FlashAttention's backward recomputes Q K^T (Dao et al. 2022, Sec. 3.1)
-        flops += L * 2 * b * s * s * h / t / cp
+        flops += L * (scores_fwd // 2 if type(scores_fwd) is int else scores_fwd / 2) / t / cp
     f["peak"] = cluster.gpu.peak_flops("fp32" if plan.dtype == "fp32" else "half")
     f["flops_mb"], f["t_mm_mb"] = flops, flops / (f["peak"] * a.matmul_efficiency)
     f["stored"] = _mean_layer_activations(model, plan)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from parlab.costmodel.pricing.attention_terms import kv_replicas, mean_context
 from parlab.costmodel.specs._check import boolean, canonical, lookup, positive
 from parlab.costmodel.specs.models import ModelSpec
 
@@ -131,12 +132,14 @@ def attention_score_bytes(model: ModelSpec, micro_batch: int = 1, tp: int = 1) -
     (2 a s^2 b without dropout, where the softmax output itself feeds the product with V).
     With FlashAttention (Dao et al. 2022, Sec. 3.1) the backward pass recomputes the scores from
     Q, K, V, and only each row's softmax statistics are kept: the fp32 log-sum-exp, 4 a s b; any
-    dropout mask is regenerated from the RNG state. Split over the heads, so / t.
+    dropout mask is regenerated from the RNG state. Split over the heads, so / t. A sliding window
+    (``attention_terms.mean_context``) keeps a s s_ctx b: each query's window of keys (the
+    banded kernels store no more; the mean layer of a model mixing windowed and full layers).
     """
     s, b, a = model.seq_len, micro_batch, model.heads
     if model.flash_attention:
         return 4 * a * s * b / tp
-    return (5 if model.dropout else 2) * a * s * s * b / tp
+    return (5 if model.dropout else 2) * a * s * mean_context(model) * b / tp
 
 
 def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int = 1,
@@ -168,6 +171,12 @@ def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int =
     GPT's block comes to Table 2's 34 s b h + 5 a s^2 b; LLaMA's (SwiGLU, no dropout, FlashAttention)
     to s b (16 h + 6 f) + 4 a s b.
 
+    Attention other than multi-head of width h (``attention_terms``; Ainslie et al. 2023): Q is
+    a d wide and K, V g d each, so the stored Q, K, V are 2 s b (a d + 2 g d) and the attention
+    output 2 s b a d in place of 6 s b h and 2 s b h; with g < t each TP rank keeps one K/V head
+    (its K, V replicated t / g times, Megatron-Core). QK-norm (Qwen3) keeps its input too,
+    2 s b (a d + g d) / t; sandwich norms (Gemma 2/3) two more norm inputs, 4 s b h kept whole.
+
     Context parallelism over ``cp`` ranks (ring attention, Liu et al. 2023; Ulysses, Jacobs et al.
     2023; Megatron-Core's CP) splits the sequence: each rank keeps every term above for its s / cp
     tokens, the attention scores too (its s / cp queries against all s keys): all / cp.
@@ -192,7 +201,7 @@ def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int =
     if recompute == "full":
         full_bytes = 2 * sbh / (t if sequence_parallel else 1)
         return full_bytes if cp == 1 else full_bytes / cp
-    whole = sbh * (8 + (2 if model.dropout else 0))
+    whole = sbh * (8 + (2 if model.dropout else 0) + (4 if model.sandwich_norm else 0))
     moe = model.moe if moe_layer is not False else None
     if moe is None:
         mlp = s * b * f * (6 if model.gated_mlp else 4)
@@ -204,7 +213,8 @@ def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int =
         rows = dispatch_rows(tokens, moe)
         mlp = cp * (rows * (2 * h + width * moe.expert_ffn) + tokens * moe.shared_experts * width * moe.expert_ffn
                     + 4 * tokens * moe.num_experts)
-    split = 8 * sbh + mlp
+    q, kv = model.q_width, model.kv_width * kv_replicas(model, t)  # 8 s b h for multi-head attention
+    split = 2 * s * b * (2 * q + 2 * kv) + (2 * s * b * (q + kv) if model.qk_norm else 0) + mlp
     scores = 0.0 if recompute == "selective" else attention_score_bytes(model, b, t)
     out = whole / (t if sequence_parallel else 1) + split / t + scores
     return out if cp == 1 else out / cp
