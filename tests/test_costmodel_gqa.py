@@ -210,3 +210,16 @@ def test_explain_says_the_attention():
     assert "attention: GQA 8 KV heads of 32" in text.splitlines()[0]
     assert "window 128 on 12 of 24 layers" in describe(get_model("gpt-oss-20b"))
     assert "window" not in describe(get_model("mistral-7b").with_(seq_len=4096))  # w >= s bounds nothing
+
+
+def test_search_keeps_only_layouts_the_kv_heads_allow():
+    """search generates no tp the K/V heads refuse (3 K/V heads: tp=1 only of 1, 2, 4, 8), and no
+    Ulysses plan whose TP rank holds fewer K/V heads than cp (Llama 3.1 8B at cp=16: ring only)."""
+    from parlab.costmodel import search
+
+    m = ModelSpec("g3", 8, 3072, 24, 4096, 1000, gated_mlp=True, bias=False, kv_heads=3)
+    res = search(m, make_cluster("dgx-h100", 16), global_batch=64)
+    assert res.valid == res.tried and {e.plan.tp for e in res.ranked} == {1}
+    long = LLAMA3_8B.with_(seq_len=131072)
+    res = search(long, make_cluster("dgx-h100", 64), global_batch=64, cp=[16], cp_impls=["ulysses", "ring"])
+    assert res.ranked and {e.plan.cp_impl for e in res.ranked} == {"ring"}

@@ -80,11 +80,24 @@ def kv_replicas(model: ModelSpec, tp: int = 1) -> int:
     return tp // g if g < tp else 1
 
 
+def kv_splits(model: ModelSpec, tp: int) -> bool:
+    """Whether tp divides the K/V heads or is a multiple of them (``check_kv_tp``'s rule, for
+    ``search``)."""
+    g = model.kv_heads or model.heads
+    return not (g % tp and tp % g)
+
+
+def ulysses_splits(model: ModelSpec, tp: int, cp: int) -> bool:
+    """Whether Ulysses at cp gives every rank whole query and K/V heads of its TP shard
+    (``plan.spec.check_cp_ep``'s rule, for ``search``)."""
+    return model.heads % (tp * cp) == 0 and kv_heads_per_rank(model, tp) % cp == 0
+
+
 def check_kv_tp(model: ModelSpec, tp: int) -> None:
     """tp must divide the K/V heads, or be a multiple of them (each K/V head then serves t / g
     ranks, Megatron-Core's ``num_query_groups < world_size`` case). One ValueError otherwise."""
     g = model.kv_heads or model.heads
-    if g % tp and tp % g:
+    if not kv_splits(model, tp):
         raise ValueError(f"tp must divide the K/V heads or be a multiple of them: {g} K/V heads, tp={tp} "
                          f"(Megatron-Core gives each TP rank g / tp K/V heads, or one K/V head shared by "
                          f"tp / g ranks)")
