@@ -223,3 +223,23 @@ def test_search_keeps_only_layouts_the_kv_heads_allow():
     long = LLAMA3_8B.with_(seq_len=131072)
     res = search(long, make_cluster("dgx-h100", 64), global_batch=64, cp=[16], cp_impls=["ulysses", "ring"])
     assert res.ranked and {e.plan.cp_impl for e in res.ranked} == {"ring"}
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen3-32b", "gpt-oss-20b"])
+def test_tp_layer_linears_have_the_attention_widths(name):
+    """QKV h -> a d + 2 g d, output a d -> h: the matrices hold the attention's weights, biases,
+    norms and sinks aside (``tensor_parallel.layer_linears``)."""
+    from parlab.costmodel.pricing.attention_terms import projection_weights
+    from parlab.costmodel.pricing.tensor_parallel.megatron import layer_linears
+
+    m = get_model(name)
+    qkv, out = layer_linears(m)[:2]
+    assert qkv[1] * qkv[2] + out[1] * out[2] == projection_weights(m)
+    assert out[1] == m.q_width
+
+
+def test_inference_attention_flops_use_the_query_width():
+    from parlab.costmodel.pricing.inference import forward_flops_per_token
+
+    m = get_model("qwen3-32b")  # a d = 8192, h = 5120
+    assert forward_flops_per_token(m, 1000) - forward_flops_per_token(m, 0) == 2 * m.layers * 1000 * 8192

@@ -77,9 +77,10 @@ def _windowed_context_sum(window: int, prompt: int, steps: int) -> float:
 def forward_flops_per_token(model: str | ModelSpec, context: float) -> float:
     """FLOPs of one token's forward pass with ``context`` earlier tokens: 2N + 2 l n_ctx d
     (Kaplan et al. 2020, Table 1: a multiply-add per weight, plus the attention scores and their
-    weighted sum against the context)."""
+    weighted sum against the context; d = a x head_dim, the query width). Every layer is counted
+    against the whole context (a sliding window would bound it: an upper bound for Mistral/GPT-OSS)."""
     m = get_model(model)
-    return 2 * m.num_params() + 2 * m.layers * non_negative("context", context) * m.hidden
+    return 2 * m.num_params() + 2 * m.layers * non_negative("context", context) * m.q_width
 
 
 def prefill_flops(model: str | ModelSpec, prompt_tokens: int) -> float:
@@ -88,7 +89,7 @@ def prefill_flops(model: str | ModelSpec, prompt_tokens: int) -> float:
     prompt)."""
     m = get_model(model)
     s = non_negative("prompt_tokens", prompt_tokens, integer=True)
-    return 2 * m.num_params() * s + m.layers * m.hidden * s * (s - 1)
+    return 2 * m.num_params() * s + m.layers * m.q_width * s * (s - 1)
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ def generation_time(model: str | ModelSpec, gpu: str | GPUSpec, new_tokens: int,
         windowed, _ = window_split(m.layers, m.window, m.window_pattern, p + n)
         read = (m.layers - windowed) * context_sum + windowed * _windowed_context_sum(m.window, p, n)
         kv_s = b * kv / m.layers * read / bw
-    compute_s = b * (2 * m.num_params() * n + 2 * m.layers * m.hidden * context_sum) / speed
+    compute_s = b * (2 * m.num_params() * n + 2 * m.layers * m.q_width * context_sum) / speed
     return Generation(m, g, p, n, b, b * prefill_flops(m, p) / speed, weights_s, kv_s, compute_s, n * overhead_s)
 
 
