@@ -243,3 +243,15 @@ def test_inference_attention_flops_use_the_query_width():
 
     m = get_model("qwen3-32b")  # a d = 8192, h = 5120
     assert forward_flops_per_token(m, 1000) - forward_flops_per_token(m, 0) == 2 * m.layers * 1000 * 8192
+
+
+def test_decode_reads_at_most_the_window_of_cache():
+    """generation_time: a windowed layer reads min(w, p + t) cached tokens at step t."""
+    from parlab.costmodel.pricing.inference import generation_time
+
+    mistral = get_model("mistral-7b")
+    full = mistral.with_(window=0)
+    short = generation_time(mistral, "h100-sxm", 100, 1000), generation_time(full, "h100-sxm", 100, 1000)
+    assert short[0].kv_s == pytest.approx(short[1].kv_s)  # all inside the 4096 window
+    long = generation_time(mistral, "h100-sxm", 1000, 8000), generation_time(full, "h100-sxm", 1000, 8000)
+    assert long[0].kv_s == pytest.approx(long[1].kv_s * 4096 / (8000 + 999 / 2))

@@ -28,6 +28,12 @@ Sources:
   not replicate them (vLLM's ``QKVParallelLinear`` does, for inference). The all-gather of the
   QKV output in that case is not priced (it runs only when g < t, rare in training layouts:
   Llama 3 runs g = t = 8).
+* An exact ``attention_params`` count (DeepSeek's multi-head latent attention, DeepSeek-AI 2024,
+  Sec. 2.1.2): its projection FLOPs are 2 b s x the count (every weight is a matmul a token
+  passes through), but the count does not say the widths, so its scores, stored Q/K/V and CP
+  blocks are priced at a d = h (DeepSeek-V3's Q K^T runs at 128 x 192 = 24,576 wide and P V at
+  128 x 128: an underestimate of those terms, kept as it was) and its KV cache as multi-head
+  attention (MLA caches d_c + d_rope = 576 values per token and layer: not modelled here).
 * Small terms (their parameters are exact, ``specs.attention.attention_param_count``): Q/K/V
   biases and the output bias are added in the GEMM epilogue (no FLOPs priced, no stored
   activation); attention sinks are a vector of a logits, one per head, folded into the softmax
