@@ -276,8 +276,8 @@ def check_cp_ep(model: ModelSpec, plan: Plan) -> None:
     the rule: the load-balanced ring (and all-gather attention) cuts the sequence into 2 cp chunks (rank i holds chunks i and
     2cp-1-i: Megatron-Core's CP, Llama 3, Dubey et al. 2024, Sec. 3.3.2); Ulysses gives each CP
     rank whole heads of its TP shard (Jacobs et al. 2023, Sec. 3.1: heads % cp, and the K/V heads
-    of the shard too, one when kv_heads < tp: TransformerEngine's and Megatron-Core's a2a CP
-    split both head dimensions the same way); ep needs experts
+    of the shard too, one when kv_heads < tp, as the all-to-all of K and V splits their heads;
+    replicating K/V heads up to cp, which some implementations do, is not modelled); ep needs experts
     and divides their number (each EP rank holds E / ep whole experts); ZeRO-3 of an MoE model is
     not modelled (Megatron-Core shards MoE optimizers ZeRO-1 style)."""
     from parlab.costmodel.pricing.attention_terms import kv_heads_per_rank
