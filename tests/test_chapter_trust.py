@@ -61,7 +61,11 @@ def test_chapter_15s_prose_about_the_errors_holds(rows):
     """'In sample several times closer than out of sample'; 'optimistic on most rows, on both sides';
     the derived band is the one every verdict uses; MT-NLG among the largest misses; BLOOM-176B inside
     the band; BLOOM's prelude speeds beyond it (left out of the rule, said so)."""
-    from parlab.costmodel.answers.validation import derived_step_time_band, in_sample_summary, out_of_sample_summary
+    from parlab.costmodel.answers.validation import (
+        derived_step_time_band,
+        in_sample_summary,
+        out_of_sample_summary,
+    )
     from parlab.costmodel.specs.bands import STEP_TIME_BAND
 
     ins, outs = in_sample_summary(rows), out_of_sample_summary(rows)
