@@ -40,6 +40,9 @@ def test_chapter_15_makes_no_upper_bound_claim(rows):
     assert "Read it as an upper bound" not in answer and "No. Table 1 is where matmul_efficiency was chosen" in answer
     rule = [s.step_error for s in rows if s.in_band_rule]
     assert any(e > 0 for e in rule) and any(e < 0 for e in rule)
+    # "below the measurement on a row of Table 1, on some ZeRO-3 rows": calibration rows too
+    below = {s.source for s in rows if s.sample == "calibration" and s.error < 0}
+    assert below == {"Narayanan et al. 2021, Table 1", "Narayanan et al. 2021, Table 2"}
 
 
 def test_chapter_15_separates_calibration_from_validation():
