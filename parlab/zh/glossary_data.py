@@ -373,7 +373,7 @@ TERMS: tuple[tuple[str, str, str, str, str], ...] = (
     ("成本模型", "cost model", "parlab 里估算每种切分方案显存和时间的模型", "parlab's model of each plan's memory and time",
      "10:1. One plan, every term"),
     ("误差带", "error band", "模型对公开测量的误差范围，差距在带内算打平", "the model's error on published runs; a margin inside it is a tie",
-     "15:2. Throughput"),
+     "15:4. Out of sample"),
     ("打平", "tie", "两个方案的差距小于模型误差，不能说谁更快", "two plans closer than the model's error: neither is faster",
      "15:6. One band for every verdict"),
     ("切分方案", "parallel plan", "dp、tp、pp、ZeRO stage、微批次这一组选择", "the choice of dp, tp, pp, ZeRO stage and micro-batch",

@@ -22,7 +22,7 @@ def outside_validated_range(cluster: Cluster, mfu: float) -> tuple[str, ...]:
     if gpu not in VALIDATED_MFU:
         out.append(f"no published run on {gpu} was validated (validated: {', '.join(sorted(VALIDATED_MFU))})")
     elif mfu > VALIDATED_MFU[gpu]:
-        out.append(f"MFU {mfu:.0%} is above the highest validated on {gpu} ({VALIDATED_MFU[gpu]:.0%})")
+        out.append(f"MFU {mfu:.1%} is above the highest validated on {gpu} ({VALIDATED_MFU[gpu]:.1%})")
     if cluster.gpus_per_node > 1 and cluster.n_gpus > 1 and cluster.intra.name not in VALIDATED_INTRA:
         out.append(f"the link inside a node, {cluster.intra.name}, was never validated "
                    f"(validated: {', '.join(sorted(VALIDATED_INTRA))})")
