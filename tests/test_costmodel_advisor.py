@@ -262,7 +262,7 @@ def test_a_plan_outside_the_validated_range_says_why_and_is_ranked_all_the_same(
 
     selene = make_cluster("dgx-a100", 8)
     assert outside_validated_range(selene, VALIDATED_MFU["a100-80gb"]) == ()
-    assert outside_validated_range(selene, 0.70) == ("MFU 70% is above the highest validated on a100-80gb (64%)",)
+    assert outside_validated_range(selene, 0.70) == ("MFU 70.0% is above the highest validated on a100-80gb (64.0%)",)
     fast = advise("llama-7b", selene, 64, **SCENARIO_CHOICES).best  # chapter 10's LLaMA-7B on one DGX
     assert ("MFU" in validated_mark(fast)) == (fast.mfu > VALIDATED_MFU["a100-80gb"])
 
