@@ -40,6 +40,8 @@ def test_shape_flags_change_one_field_of_the_model(capsys):
     assert out.startswith("llama-2-7b (kv_heads=8, ffn_hidden=14336, vocab=128256): 8.03B parameters")
     code, out, _ = run(capsys, "estimate", "--model", "llama-7b", "--layers", "16", "--gpus", "8")
     assert code == 0 and "llama-7b (layers=16)" in out
+    code, out, _ = run(capsys, "estimate", "--model", "llama-2-7b", "--kv-heads", "8", "--gpus", "8")
+    assert code == 0 and "attention: GQA 8 KV heads of 32" in out
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -47,10 +49,11 @@ def test_shape_flags_change_one_field_of_the_model(capsys):
     (["memory", "--model", "missing/config.json"], "argument --model: cannot read a Hugging Face config.json"),
     (["memory", "--model", "llama-2-7b", "--kv-heads", "5"], "ModelSpec.kv_heads=5 must divide heads=32"),
     (["memory", "--kv-heads", "0"], "argument --kv-heads: must be a positive integer, got '0'"),
-    (["estimate", "--model", "llama-3.1-8b", "--gpus", "8"], "kv_heads=8 (grouped-query attention) is not priced"),
-    (["estimate", "--model", "llama-2-7b", "--kv-heads", "8", "--gpus", "8"], "kv_heads=8"),
+    (["estimate", "--model", "llama-3.1-8b", "--cp", "16", "--cp-impl", "ulysses"],
+     "DeepSpeed-Ulysses needs n_kv_head % cp == 0"),
 ])
 def test_bad_model_input_is_one_line_and_status_2(capsys, argv, message):
+    """(Grouped-query attention is priced now: its Ulysses rule is the one-line refusal here.)"""
     code, out, err = run(capsys, *argv)
     assert code == 2 and message in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1

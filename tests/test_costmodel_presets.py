@@ -1,7 +1,7 @@
 """Today's model presets and the attention fields of ModelSpec: each preset's parameter count equals
 its published total (``modern_presets.PUBLISHED``), a GQA / head_dim / windowed model counts every
-matrix once, bad attention fields are one line naming the value, and what ``estimate`` cannot price
-yet is refused, never priced as multi-head attention."""
+matrix once, and bad attention fields are one line naming the value (their pricing:
+``test_costmodel_gqa.py``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parlab.costmodel import Plan, estimate, get_model, make_cluster
-from parlab.costmodel.specs.attention import attention_param_count, check_priced
+from parlab.costmodel import get_model
+from parlab.costmodel.specs.attention import attention_param_count
 from parlab.costmodel.specs.catalogue import MODELS
 from parlab.costmodel.specs.models import DENSE_MODELS, ModelSpec
 from parlab.costmodel.specs.modern_presets import MODERN_MODELS, PUBLISHED
@@ -111,23 +111,6 @@ def test_moe_and_dense_share_one_attention_count():
 def test_router_bias_adds_one_per_expert():
     moe = MoESpec(32, 4, 2880, bias=True)
     assert MoESpec(32, 4, 2880, router_bias=True).router_params(2880) - moe.router_params(2880) == 32
-
-
-@pytest.mark.parametrize("name, field", [("llama-3.1-8b", "kv_heads=8"), ("qwen3-32b", "head_dim=128"),
-                                         ("qwen3-8b", "qk_norm=True"), ("qwen3-30b-a3b", "head_dim=128"),
-                                         ("mistral-7b", "window=4096"), ("gpt-oss-20b", "window=128"),
-                                         ("qwen2.5-7b", "kv_heads=4")])
-def test_estimate_refuses_what_it_cannot_price_yet(name, field):
-    """Until pricing reads ``attention_shape()``, a field it would drop is one line naming it."""
-    with pytest.raises(ValueError, match=f"{name}: .*{field}.*not priced yet") as err:
-        estimate(get_model(name), make_cluster("dgx-h100", 8), Plan(dp=8))
-    assert "\n" not in str(err.value)
-
-
-def test_what_pricing_already_counts_still_prices():
-    for name in ("llama-2-7b", "mixtral-8x7b", "deepseek-v3", "llama-7b"):
-        check_priced(get_model(name))
-    assert estimate(get_model("llama-2-7b"), make_cluster("dgx-a100", 8), Plan(dp=8)).step_time > 0
 
 
 @settings(max_examples=80, deadline=None)

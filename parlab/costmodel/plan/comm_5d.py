@@ -19,6 +19,7 @@ gather again and a reduce-scatter of dK, dV; all exposed, as TransformerEngine r
 from __future__ import annotations
 
 from parlab.costmodel.plan.spec import Plan
+from parlab.costmodel.pricing.attention_terms import kv_heads_per_rank
 from parlab.costmodel.pricing.collectives import GroupLink
 from parlab.costmodel.pricing.context_parallel import (
     LayerBytes,
@@ -32,12 +33,19 @@ from parlab.costmodel.specs.assumptions import Assumptions
 from parlab.costmodel.specs.models import ModelSpec
 
 
+def cp_widths(model: ModelSpec, tp: int) -> tuple[int, int, int]:
+    """(width of Q, query heads, K/V heads) of one TP rank, what the CP formulas take as
+    (hidden, n_head, n_kv_head): a d / t, a / t and g / t (one K/V head when g < t, Megatron-Core:
+    ``attention_terms.kv_heads_per_rank``). The K/V blocks are then g d / t wide, so grouped-query
+    attention makes every CP method cheaper (Dubey et al. 2024, Sec. 3.3.2)."""
+    return model.q_width // tp, model.heads // tp, kv_heads_per_rank(model, tp)
+
+
 def cp_layer_bytes(model: ModelSpec, plan: Plan, bytes_per_element: int = 2) -> LayerBytes:
-    """Bytes one CP rank sends in one layer for one micro-batch, on its TP shard (h / t, a / t heads):
+    """Bytes one CP rank sends in one layer for one micro-batch, on its TP shard (``cp_widths``):
     ``context_parallel.ring_attention_bytes``, ``ulysses_bytes`` or ``allgather_bytes``."""
-    t = plan.tp
-    args = (plan.micro_batch, model.seq_len, model.hidden // t, plan.cp, model.heads // t,
-            (model.kv_heads or model.heads) // t, bytes_per_element)
+    width, heads, kv_heads = cp_widths(model, plan.tp)
+    args = (plan.micro_batch, model.seq_len, width, plan.cp, heads, kv_heads, bytes_per_element)
     if plan.cp_impl == "ring":
         return ring_attention_bytes(*args)
     if plan.cp_impl == "all-gather":
@@ -54,21 +62,27 @@ def cp_micro_batch_time(model: ModelSpec, plan: Plan, layers: int, link: GroupLi
     last dK, dV hop home is exposed. Ulysses: its four all-to-alls per pass (Q, K, V in, O out),
     each (cp - 1) alpha + (cp - 1)/cp of its buffer / B, none hidden. All-gather: the K, V gather
     of each forward (``context_parallel.allgather_cost``), and in the backward the gather again
-    and the dK, dV reduce-scatter, none hidden."""
-    cp, t, b = plan.cp, plan.tp, plan.micro_batch
+    and the dK, dV reduce-scatter, none hidden.
+
+    A sliding window (Mistral, GPT-OSS) would let ring attention skip the blocks wholly outside
+    every query's window (a rank needs only the ceil(w / (s / cp)) blocks before its own); the
+    model sends all cp - 1, so for windowed layers this term is an upper bound (and the attention
+    it hides behind, ``ring_step_flops``, counts whole blocks as well)."""
+    cp, b = plan.cp, plan.micro_batch
+    width, heads, kv_heads = cp_widths(model, plan.tp)
     bpe = 4 if plan.dtype == "fp32" else 2
     sent = cp_layer_bytes(model, plan, bpe)
     facts["cp_bytes"] = sent
     forward_passes = 2 if plan.recompute == "full" else 1
     if plan.cp_impl == "ring":
-        step = ring_overlap(b, model.seq_len, model.hidden // t, cp, peak * a.matmul_efficiency, link.latency,
-                            link.bandwidth, model.heads // t, (model.kv_heads or model.heads) // t, bpe)
+        step = ring_overlap(b, model.seq_len, width, cp, peak * a.matmul_efficiency, link.latency,
+                            link.bandwidth, heads, kv_heads, bpe)
         facts["t_cp_send"], facts["t_cp_block"] = step.comm_s, step.compute_s
         backward = (cp - 1) * max(0.0, 2 * step.comm_s - 2 * step.compute_s) + step.comm_s
         return layers * (forward_passes * (cp - 1) * step.exposed_s + backward)
     if plan.cp_impl == "all-gather":
-        gather = allgather_cost(b, model.seq_len, model.hidden // t, cp, peak * a.matmul_efficiency, link.latency,
-                                link.bandwidth, model.heads // t, (model.kv_heads or model.heads) // t, bpe)
+        gather = allgather_cost(b, model.seq_len, width, cp, peak * a.matmul_efficiency, link.latency,
+                                link.bandwidth, heads, kv_heads, bpe)
         whole = sent.forward * cp / (cp - 1)  # dK, dV of the whole sequence, as K, V (gradients at bpe)
         scatter = link.time("reduce_scatter", whole, cp)
         facts["t_cp_send"], facts["t_cp_block"] = gather.comm_s, gather.compute_s

@@ -11,6 +11,7 @@ from parlab.costmodel.plan.memory.zero import DeepSpeedStage3, zero3_gathered_pa
 from parlab.costmodel.plan.spec import Plan, check_plan
 from parlab.costmodel.plan.step_time import CP_TERM, EP_TERM, StepTime, step_time
 from parlab.costmodel.plan.validated_range import outside_validated_range
+from parlab.costmodel.pricing.attention_terms import describe as describe_attention
 from parlab.costmodel.pricing.layer_flops import step_flops
 from parlab.costmodel.pricing.memory import get_precision
 from parlab.costmodel.pricing.params import stage_layers
@@ -327,7 +328,9 @@ class Estimate:
 
     def explain(self) -> str:
         """Every term with its value, formula and source, then the assumptions."""
-        lines = [f"model: {self.model.name} ({human_count(self.model.num_params())} parameters)",
+        attention = describe_attention(self.model)  # e.g. 'GQA 8 KV heads of 32'
+        lines = [f"model: {self.model.name} ({human_count(self.model.num_params())} parameters"
+                 + (f"; attention: {attention})" if attention else ")"),
                  f"cluster: {self.cluster.describe()}", f"plan: {self.plan.describe()}", "",
                  f"memory per GPU, most loaded: {self.rank_label}"]
         lines += _render(self.memory_breakdown(), human_bytes)

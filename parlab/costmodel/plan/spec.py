@@ -12,10 +12,10 @@ from parlab.costmodel.plan.dtypes import (  # noqa: F401  (the dtype vocabulary,
     training_dtype,
 )
 from parlab.costmodel.pricing.activation_terms import check_recompute, recompute_modules
+from parlab.costmodel.pricing.attention_terms import check_kv_tp
 from parlab.costmodel.pricing.memory import OPTIMIZERS, PLAN_RECOMPUTE
 from parlab.costmodel.pricing.pipeline_split import check_split_knobs, pipeline_layout
 from parlab.costmodel.specs._check import boolean, canonical, instance, non_negative, positive
-from parlab.costmodel.specs.attention import check_priced
 from parlab.costmodel.specs.cluster import Cluster
 from parlab.costmodel.specs.fp8 import get_fp8_recipe
 from parlab.costmodel.specs.models import ModelSpec
@@ -269,7 +269,6 @@ def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
     instance("model", model, ModelSpec, "a preset: get_model('gpt3-175b')")
     instance("cluster", cluster, Cluster, "make_cluster('dgx-a100', n_gpus)")
     instance("plan", plan, Plan)
-    check_priced(model)  # a field the formulas below cannot price yet is refused, never priced as MHA
     if plan.n_gpus != cluster.n_gpus:
         cp = f" x {plan.cp}" if plan.cp > 1 else ""
         raise ValueError(f"dp x tp x pp{' x cp' if cp else ''} must equal the number of GPUs: {plan.dp} x "
@@ -280,6 +279,7 @@ def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
         if size % t:
             raise ValueError(f"tp must divide the {what}: {what} {size} is not divisible by tp={t} "
                              f"(Megatron-LM splits them evenly over the TP group)")
+    check_kv_tp(model, t)  # K/V heads: g % tp == 0, or tp % g == 0 (replicated, Megatron-Core)
     if plan.pp > model.layers:
         raise ValueError(f"pp={plan.pp} > {model.layers} layers: every pipeline stage needs at least one layer")
     plan.layout(model)  # the split of the layers over the stages (ValueError naming the rule)
@@ -295,22 +295,24 @@ def check_cp_ep(model: ModelSpec, plan: Plan) -> None:
     """The model rules of context and expert parallelism, each a ValueError naming the value and
     the rule: the load-balanced ring (and all-gather attention) cuts the sequence into 2 cp chunks (rank i holds chunks i and
     2cp-1-i: Megatron-Core's CP, Llama 3, Dubey et al. 2024, Sec. 3.3.2); Ulysses gives each CP
-    rank whole heads of its TP shard (Jacobs et al. 2023, Sec. 3.1: heads % cp); ep needs experts
+    rank whole heads of its TP shard (Jacobs et al. 2023, Sec. 3.1: heads % cp, and the K/V heads
+    of the shard too, one when kv_heads < tp, as the all-to-all of K and V splits their heads;
+    replicating K/V heads up to cp, which some implementations do, is not modelled); ep needs experts
     and divides their number (each EP rank holds E / ep whole experts); ZeRO-3 of an MoE model is
     not modelled (Megatron-Core shards MoE optimizers ZeRO-1 style)."""
+    from parlab.costmodel.pricing.attention_terms import kv_heads_per_rank
     from parlab.costmodel.pricing.context_parallel import check_ring, check_ulysses
 
     cp, t = plan.cp, plan.tp
     if cp > 1 and plan.cp_impl in ("ring", "all-gather"):
         check_ring(model.seq_len, cp, who=f"{plan.cp_impl} attention")
     if cp > 1 and plan.cp_impl == "ulysses":
-        kv = model.kv_heads or model.heads
-        if kv % t:
-            raise ValueError(f"tp must divide the K/V heads: {kv} K/V heads are not divisible by tp={t}")
+        kv = kv_heads_per_rank(model, t)  # g / t, or one K/V head when g < t
         try:
-            check_ulysses(model.heads // t, cp, kv // t)
+            check_ulysses(model.heads // t, cp, kv)
         except ValueError as err:
-            raise ValueError(f"{err} (the heads of one of tp={t} TP ranks: {model.heads} / {t})") from None
+            raise ValueError(f"{err} (the heads of one of tp={t} TP ranks: {model.heads} / {t} query heads, "
+                             f"{kv} K/V {'head' if kv == 1 else 'heads'})") from None
     if plan.ep > 1 and model.moe is None:
         raise ValueError(f"ep={plan.ep} splits experts, and {model.name} is a dense model (no MoE layers)")
     if model.moe is not None:

@@ -18,6 +18,7 @@ from parlab.costmodel.plan.stage_work import (
     param_stages,
     stage_layer_flops,
 )
+from parlab.costmodel.pricing.attention_terms import score_flops
 from parlab.costmodel.pricing.collectives import group_link, ring_time
 from parlab.costmodel.pricing.layer_flops import (
     layer_forward_flops,
@@ -151,8 +152,9 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
         flops = passes * L * layer_forward_flops(model, b, t) + logits * logit_forward_flops(model, b, t)
     else:
         flops = passes * stage_layer_flops(model, plan, pace) + logits * logit_forward_flops(model, b, t) / cp
+    scores_fwd = score_flops(model, b)  # 4bs^2h for multi-head attention (attention_terms)
     if selective:
-        flops += L * 4 * b * s * s * h / t / cp
+        flops += L * scores_fwd / t / cp
     modules = plan.recompute_modules
     if modules:  # module-level recompute: each module's forward again (``recompute_module_flops``)
         kinds = _layer_kinds(model, plan, pace)
@@ -160,7 +162,7 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
         f["recomputed"] = mean_layer_activations(model, plan, pace) - mean_layer_activations(
             model, plan, pace, "modules")
     if model.flash_attention:  # FlashAttention's backward recomputes Q K^T (Dao et al. 2022, Sec. 3.1)
-        flops += L * 2 * b * s * s * h / t / cp
+        flops += L * (scores_fwd // 2 if type(scores_fwd) is int else scores_fwd / 2) / t / cp
     f["peak"] = cluster.gpu.peak_flops("fp32" if plan.dtype == "fp32" else "half")
     f["flops_mb"], f["t_mm_mb"] = flops, flops / (f["peak"] * a.matmul_efficiency)
     if plan.dtype == "fp8":  # the linear layers' GEMMs at the FP8 peak, the rest as before

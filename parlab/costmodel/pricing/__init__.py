@@ -1,6 +1,8 @@
 """Pricing of one layer and one collective: FLOPs, memory terms, alpha-beta and trees, and the
 TP / CP / EP terms of one transformer layer. Imports only ``specs``.
 
+    attention_terms.py  one layer's attention priced: GQA/MQA projections, head_dim, windowed scores,
+                        its weights and K/V heads under TP, the line explain prints
     flops.py            6ND, Megatron's FLOPs per iteration, training days
     layer_flops.py      one layer's and one step's matmul FLOPs (model and hardware FLOPs)
     params.py           parameters one GPU holds under TP and PP
@@ -17,5 +19,5 @@ TP / CP / EP terms of one transformer layer. Imports only ``specs``.
     context_parallel.py ring, all-gather and Ulysses attention: bytes and memory of one layer
     expert_parallel/    one MoE layer under EP: all-to-alls, expert memory, FLOPs
     moe_layer.py        an MoE model's layers: parameters and FLOPs, dense and MoE layers apart
-    inference.py        one decode step's latency (guide 4.1)
+    inference.py        one decode step's latency (guide 4.1), the KV cache (GQA, windows)
 """

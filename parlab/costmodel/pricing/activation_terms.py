@@ -65,7 +65,7 @@ def check_recompute(recompute: str, modules: tuple[str, ...]) -> None:
 
 
 def layer_activation_terms(model: ModelSpec, micro_batch: int, cp: int = 1,
-                           moe_layer: bool | None = None) -> dict[str, tuple[str, int]]:
+                           moe_layer: bool | None = None, tp: int = 1) -> dict[str, tuple[str, int]]:
     """The bytes one layer stores for the backward pass, per micro-batch, by term: name ->
     (where, bytes of the whole sequence), where 'whole' terms are kept whole on every TP rank
     (sequence parallelism splits them over t) and 'split' terms are split over the t TP ranks
@@ -81,14 +81,27 @@ def layer_activation_terms(model: ModelSpec, micro_batch: int, cp: int = 1,
       ``dispatch_rows`` rows' 2 h inputs and their 4 f_e inner and 2 f_e activation output (the
       second expert matmul's input, what moe_act drops), the shared experts' T K_s (4|6) f_e and
       the router's fp32 probabilities 4 T E, for T = s b / cp tokens per CP rank, x cp.
+
+    Attention other than multi-head of width h (``attention_terms``; Ainslie et al. 2023): Q is
+    q = a d wide and K, V g d each, so 'attention inputs' are 2 s b (2 q + 2 g d r), with r the
+    replicas of a K/V head over ``tp`` (t / g when g < t: each TP rank keeps one K/V head,
+    Megatron-Core); QK-norm (Qwen3) keeps its input, 2 s b (q + g d r) ('QK-norm inputs', split);
+    sandwich norms (Gemma 2/3) two more norm inputs, 4 s b h ('sandwich norm inputs', whole).
     """
+    from parlab.costmodel.pricing.attention_terms import kv_replicas
+
     s, b, h, f = model.seq_len, micro_batch, model.hidden, model.ffn
     sbh = s * b * h
+    kv = model.kv_width * kv_replicas(model, tp)  # q = kv = h for multi-head attention: 8 s b h
     terms: dict[str, tuple[str, int]] = {
         "norm inputs": ("whole", 4 * sbh), "norm outputs": ("whole", 4 * sbh),
         "dropout masks": ("whole", 2 * sbh if model.dropout else 0),
-        "attention inputs": ("split", 8 * sbh),
+        "attention inputs": ("split", 2 * s * b * (2 * model.q_width + 2 * kv)),
     }
+    if model.qk_norm:
+        terms["QK-norm inputs"] = ("split", 2 * s * b * (model.q_width + kv))
+    if model.sandwich_norm:
+        terms["sandwich norm inputs"] = ("whole", 4 * sbh)
     moe = model.moe if moe_layer is not False else None
     if moe is None:
         terms["MLP inner"] = ("split", s * b * f * (6 if model.gated_mlp else 4))

@@ -187,9 +187,10 @@ def megatron_sp_bytes(micro_batch: int, seq_len: int, hidden: int, tp: int,
 def layer_bytes(method: str, model: ModelSpec, micro_batch: int, degree: int,
                 dtype_bytes: float = 2) -> LayerBytes:
     """``method``'s bytes per rank for one layer of ``model`` (``METHODS``), with the model's
-    key/value heads (``kv_heads``; all heads: multi-head attention)."""
+    key/value heads (``kv_heads``; all heads: multi-head attention) and head dimension (Q of
+    a d, K and V of g d: ``ModelSpec.q_width``/``kv_width``)."""
     method = canonical("method", method, METHODS)
-    b, s, h, a = micro_batch, model.seq_len, model.hidden, model.heads
+    b, s, h, a = micro_batch, model.seq_len, model.q_width, model.heads  # K/V: h a_kv / a = g d wide
     a_kv = model.kv_heads or a
     if method == "ring":
         return ring_attention_bytes(b, s, h, degree, a, a_kv, dtype_bytes=dtype_bytes)
@@ -197,7 +198,7 @@ def layer_bytes(method: str, model: ModelSpec, micro_batch: int, degree: int,
         return ulysses_bytes(b, s, h, degree, a, a_kv, dtype_bytes=dtype_bytes)
     if method == "all-gather":
         return allgather_bytes(b, s, h, degree, a, a_kv, dtype_bytes=dtype_bytes)
-    return megatron_sp_bytes(b, s, h, degree, dtype_bytes)
+    return megatron_sp_bytes(b, s, model.hidden, degree, dtype_bytes)
 
 
 # ------------------------------------------------------------------ memory (overlap: cp_overlap)
@@ -216,10 +217,10 @@ def activation_bytes_per_gpu(method: str, model: ModelSpec, micro_batch: int, de
     if method == "megatron-sp":
         return activation_bytes_per_layer(model, micro_batch, degree, True, recompute)
     if method == "ulysses":
-        check_ulysses(model.heads, degree)
+        check_ulysses(model.heads, degree, model.kv_heads or model.heads)
     kept = activation_bytes_per_layer(model, micro_batch, 1, False, recompute) / degree
     if method == "all-gather" and not boolean("regather", regather) and recompute != "full":
-        others = gathered_kv_bytes(micro_batch, model.seq_len, model.hidden, model.heads,
+        others = gathered_kv_bytes(micro_batch, model.seq_len, model.q_width, model.heads,
                                    model.kv_heads or model.heads)
         kept += others * (degree - 1) / degree
     return kept

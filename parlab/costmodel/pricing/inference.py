@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from parlab.costmodel.specs._check import fraction, non_negative, positive
+from parlab.costmodel.specs.attention import window_split
 from parlab.costmodel.specs.catalogue import get_model
 from parlab.costmodel.specs.hardware import GPUSpec, get_gpu
 from parlab.costmodel.specs.models import ModelSpec
@@ -43,21 +44,43 @@ def kv_cache_bytes_per_token(model: str | ModelSpec, kv_heads: int | None = None
                              bytes_per_value: float = FP16) -> float:
     """Bytes of K/V cache one token of context adds: 2 (K and V) x layers x kv_heads x head_dim x
     bytes (Pope et al. 2022, Section 3.3; with multi-query attention kv_heads = 1, Shazeer 2019;
-    grouped-query attention in between, Ainslie et al. 2023). ``kv_heads`` defaults to all heads
-    (multi-head attention, as ChatGLM-6B; ChatGLM2 moved to 2 groups)."""
+    grouped-query attention in between, Ainslie et al. 2023). ``kv_heads`` defaults to the model's
+    own (``ModelSpec.kv_heads``: all heads for multi-head attention, as ChatGLM-6B; 8 for Llama 3
+    and Mixtral). Every layer counted: a sliding window stops its layers' cache growing after w
+    tokens, which ``kv_cache_bytes`` (a cache of a given length) prices."""
     m = get_model(model)
-    k = m.heads if kv_heads is None else positive("kv_heads", kv_heads, integer=True)
+    k = (m.kv_heads or m.heads) if kv_heads is None else positive("kv_heads", kv_heads, integer=True)
     if k > m.heads or m.heads % k:
         raise ValueError(f"kv_heads must divide the {m.heads} attention heads, got {k}")
     return 2 * m.layers * k * m.head_dim * positive("bytes_per_value", bytes_per_value)
 
 
+def kv_cache_bytes(model: str | ModelSpec, context: int, kv_heads: int | None = None,
+                   bytes_per_value: float = FP16) -> float:
+    """Bytes of K/V cache of one sequence of ``context`` tokens: ``kv_cache_bytes_per_token`` x
+    context for full-attention layers, and for sliding-window layers only the last w tokens
+    (Jiang et al. 2023, Mistral 7B, Sec. 2, "Rolling Buffer Cache": a cache of fixed size w), with
+    the model's pattern of windowed and full layers (``specs.attention.window_split``)."""
+    m = get_model(model)
+    n = positive("context", context, integer=True)
+    per_layer = kv_cache_bytes_per_token(m, kv_heads, bytes_per_value) / m.layers
+    windowed, full = window_split(m.layers, m.window, m.window_pattern, n)
+    return per_layer * (full * n + windowed * min(m.window, n))
+
+
+def _windowed_context_sum(window: int, prompt: int, steps: int) -> float:
+    """Sum over decode steps t = 0..n-1 of min(w, p + t): the cached tokens a windowed layer reads."""
+    k = min(steps, max(0, window - prompt))  # steps whose context is still inside the window
+    return k * prompt + k * (k - 1) / 2 + (steps - k) * window
+
+
 def forward_flops_per_token(model: str | ModelSpec, context: float) -> float:
     """FLOPs of one token's forward pass with ``context`` earlier tokens: 2N + 2 l n_ctx d
     (Kaplan et al. 2020, Table 1: a multiply-add per weight, plus the attention scores and their
-    weighted sum against the context)."""
+    weighted sum against the context; d = a x head_dim, the query width). Every layer is counted
+    against the whole context (a sliding window would bound it: an upper bound for Mistral/GPT-OSS)."""
     m = get_model(model)
-    return 2 * m.num_params() + 2 * m.layers * non_negative("context", context) * m.hidden
+    return 2 * m.num_params() + 2 * m.layers * non_negative("context", context) * m.q_width
 
 
 def prefill_flops(model: str | ModelSpec, prompt_tokens: int) -> float:
@@ -66,7 +89,7 @@ def prefill_flops(model: str | ModelSpec, prompt_tokens: int) -> float:
     prompt)."""
     m = get_model(model)
     s = non_negative("prompt_tokens", prompt_tokens, integer=True)
-    return 2 * m.num_params() * s + m.layers * m.hidden * s * (s - 1)
+    return 2 * m.num_params() * s + m.layers * m.q_width * s * (s - 1)
 
 
 @dataclass(frozen=True)
@@ -130,7 +153,7 @@ def generation_time(model: str | ModelSpec, gpu: str | GPUSpec, new_tokens: int,
     Prefill: ``prefill_flops`` x batch / (peak half-precision FLOP/s x ``flops_efficiency``).
     Decode step t (context p + t): bytes = W + batch x kv x (p + t), over HBM bandwidth x
     ``bandwidth_efficiency`` (Pope et al. 2022, Section 3.1); summed over t = 0..n-1 this is
-    n W + batch kv (n p + n(n-1)/2), linear in n plus the slowly growing KV term. Compute of the
+    n W + batch kv (n p + n(n-1)/2) (a windowed layer reads min(w, p + t) tokens), linear in n plus the slowly growing KV term. Compute of the
     steps: batch x sum_t (2N + 2 l (p+t) h) (Kaplan et al. 2020). ``overhead_s`` per token is added
     as is: the launch/Python/sampling cost no bound models (fit it with ``fit_decode``).
     """
@@ -145,7 +168,11 @@ def generation_time(model: str | ModelSpec, gpu: str | GPUSpec, new_tokens: int,
     context_sum = n * p + n * (n - 1) / 2  # sum over decode steps of the context length
     weights_s = n * weight_bytes(m, bytes_per_param) / bw
     kv_s = b * kv * context_sum / bw
-    compute_s = b * (2 * m.num_params() * n + 2 * m.layers * m.hidden * context_sum) / speed
+    if m.window:  # windowed layers read at most w tokens of cache (kv_cache_bytes)
+        windowed, _ = window_split(m.layers, m.window, m.window_pattern, p + n)
+        read = (m.layers - windowed) * context_sum + windowed * _windowed_context_sum(m.window, p, n)
+        kv_s = b * kv / m.layers * read / bw
+    compute_s = b * (2 * m.num_params() * n + 2 * m.layers * m.q_width * context_sum) / speed
     return Generation(m, g, p, n, b, b * prefill_flops(m, p) / speed, weights_s, kv_s, compute_s, n * overhead_s)
 
 

@@ -3,6 +3,7 @@ model and hardware FLOPs of a step (Narayanan et al. 2021, Eq. 3; Chowdhery et a
 
 from __future__ import annotations
 
+from parlab.costmodel.pricing.attention_terms import projection_weights, score_flops
 from parlab.costmodel.pricing.moe_layer import moe_model_layer_flops
 from parlab.costmodel.specs.models import ModelSpec
 
@@ -12,11 +13,14 @@ def layer_forward_flops(model: ModelSpec, micro_batch: int = 1, tp: int = 1) -> 
 
     Projections QKV + output 8bsh^2, MLP 2bshf per matrix (n = 2, or 3 gated), attention scores
     and their product with V 4bs^2h (Narayanan et al. 2021, Section 5.1: 24bsh^2 + 4bs^2h for
-    f = 4h, the per-layer forward term of Eq. 3). Two FLOPs per multiply-add.
+    f = 4h, the per-layer forward term of Eq. 3). Two FLOPs per multiply-add. With grouped-query
+    attention or a head dimension other than h / a, the projections are 2bs(h a d + 2 h g d + a d h)
+    and the scores 4 b s s_ctx a d, s_ctx bounded by a sliding window (``attention_terms``: the
+    mean layer of a model mixing windowed and full layers).
     """
     s, b, h, f = model.seq_len, micro_batch, model.hidden, model.ffn
     n_mats = 3 if model.gated_mlp else 2
-    return (2 * b * s * (4 * h * h + n_mats * h * f) + 4 * b * s * s * h) / tp
+    return (2 * b * s * (projection_weights(model) + n_mats * h * f) + score_flops(model, b)) / tp
 
 
 def logit_forward_flops(model: ModelSpec, micro_batch: int = 1, tp: int = 1) -> float:
@@ -30,7 +34,8 @@ def recompute_module_flops(model: ModelSpec, modules: tuple[str, ...], micro_bat
     ``modules`` (``activation_terms.RECOMPUTE_MODULES``), for the s / cp tokens of a CP rank:
 
     * core_attn: the score and value products 4 b s^2 h / t (Narayanan et al. 2021, Sec. 5.1;
-      what selective recompute repeats, Korthikanti et al. 2022, Sec. 5);
+      what selective recompute repeats, Korthikanti et al. 2022, Sec. 5), with the attention's own
+      width and window (``attention_terms.score_flops``);
     * mlp (a dense layer's MLP): 2 b s n h f / t, n = 2 matrices (3 gated);
     * moe (an MoE layer's router, shared and routed experts over their padded rows) and
       shared_experts (the shared experts alone): their share of ``moe_layer.moe_model_layer_flops``;
@@ -44,7 +49,7 @@ def recompute_module_flops(model: ModelSpec, modules: tuple[str, ...], micro_bat
     tokens = max(1, s * b // cp)
     out = 0.0
     if "core_attn" in modules:
-        out += 4 * b * s * s * h / tp / cp
+        out += score_flops(model, b) / tp / cp  # 4 b s^2 h for multi-head attention
     if "mlp" in modules and moe is None:
         mlp = (model.moe_model()._dense_mlp() if model.moe is not None
                else (3 if model.gated_mlp else 2) * h * model.ffn)
@@ -64,7 +69,8 @@ def step_flops(model: ModelSpec, batch: int, recompute: str = "none",
     """(model FLOPs, hardware FLOPs) of one step on ``batch`` sequences.
 
     Model FLOPs count forward + backward = 3 forward passes (what MFU counts: Chowdhery et al.
-    2022, Appendix B). Hardware FLOPs add what recomputation repeats: one more forward of every
+    2022, Appendix B; its 6N + 12 l s (a d) per token, with ``attention_terms``' widths and window).
+    Hardware FLOPs add what recomputation repeats: one more forward of every
     layer with full recompute (Narayanan et al. 2021, Eq. 3: 96 B s l h^2 (1 + s/6h + V/16lh)),
     the attention-score matmuls 4bs^2h per layer with selective recompute (Korthikanti et al.
     2022, Section 5), and FlashAttention's recomputation of the scores Q K^T in its backward pass,
@@ -83,10 +89,10 @@ def step_flops(model: ModelSpec, batch: int, recompute: str = "none",
     layer = layer_forward_flops(model, batch)
     logits = logit_forward_flops(model, batch)
     model_flops = 3 * (model.layers * layer + logits)
-    extra = {"none": 0.0, "full": model.layers * layer,
-             "selective": model.layers * 4 * batch * model.seq_len**2 * model.hidden}[recompute]
+    scores = model.layers * score_flops(model, batch)  # 4bs^2h per layer for multi-head attention
+    extra = {"none": 0.0, "full": model.layers * layer, "selective": scores}[recompute]
     if model.flash_attention:  # its backward recomputes the scores Q K^T: 2bs^2h per layer
-        extra += model.layers * 2 * batch * model.seq_len**2 * model.hidden
+        extra += scores / 2
     return model_flops, model_flops + extra
 
 
@@ -102,7 +108,7 @@ def _moe_step_flops(model: ModelSpec, batch: int, recompute: str) -> tuple[float
     padded = dense * moe_model_layer_flops(model, batch, 1, 1, False) + moe * moe_model_layer_flops(
         model, batch, 1, 1, True)
     logits = logit_forward_flops(model, batch)
-    scores = model.layers * 4 * batch * model.seq_len**2 * model.hidden
+    scores = model.layers * score_flops(model, batch)
     extra = {"none": 0.0, "full": padded, "selective": scores}[recompute]
     if model.flash_attention:
         extra += scores / 2

@@ -12,6 +12,7 @@ from parlab.costmodel.pricing.activation_terms import (
     layer_activation_terms,
     recompute_modules,
 )
+from parlab.costmodel.pricing.attention_terms import mean_context
 from parlab.costmodel.specs._check import boolean, canonical, lookup, positive
 from parlab.costmodel.specs.models import ModelSpec
 
@@ -141,12 +142,14 @@ def attention_score_bytes(model: ModelSpec, micro_batch: int = 1, tp: int = 1) -
     (2 a s^2 b without dropout, where the softmax output itself feeds the product with V).
     With FlashAttention (Dao et al. 2022, Sec. 3.1) the backward pass recomputes the scores from
     Q, K, V, and only each row's softmax statistics are kept: the fp32 log-sum-exp, 4 a s b; any
-    dropout mask is regenerated from the RNG state. Split over the heads, so / t.
+    dropout mask is regenerated from the RNG state. Split over the heads, so / t. A sliding window
+    (``attention_terms.mean_context``) keeps a s s_ctx b: each query's window of keys (the
+    banded kernels store no more; the mean layer of a model mixing windowed and full layers).
     """
     s, b, a = model.seq_len, micro_batch, model.heads
     if model.flash_attention:
         return 4 * a * s * b / tp
-    return (5 if model.dropout else 2) * a * s * s * b / tp
+    return (5 if model.dropout else 2) * a * s * mean_context(model) * b / tp
 
 
 def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int = 1,
@@ -177,6 +180,12 @@ def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int =
 
     GPT's block comes to Table 2's 34 s b h + 5 a s^2 b; LLaMA's (SwiGLU, no dropout, FlashAttention)
     to s b (16 h + 6 f) + 4 a s b.
+
+    Attention other than multi-head of width h (``attention_terms``; Ainslie et al. 2023): Q is
+    a d wide and K, V g d each, so the stored Q, K, V are 2 s b (a d + 2 g d) and the attention
+    output 2 s b a d in place of 6 s b h and 2 s b h; with g < t each TP rank keeps one K/V head
+    (its K, V replicated t / g times, Megatron-Core). QK-norm (Qwen3) keeps its input too,
+    2 s b (a d + g d) / t; sandwich norms (Gemma 2/3) two more norm inputs, 4 s b h kept whole.
 
     Context parallelism over ``cp`` ranks (ring attention, Liu et al. 2023; Ulysses, Jacobs et al.
     2023; Megatron-Core's CP) splits the sequence: each rank keeps every term above for its s / cp
@@ -211,7 +220,7 @@ def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int =
                          f"allowed: {', '.join(RECOMPUTE_MODULES)}")
     dropped = dropped_terms(SELECTIVE if recompute == "selective" else
                             recompute_modules(modules) if recompute == "modules" else ())
-    terms = layer_activation_terms(model, b, cp, moe_layer)
+    terms = layer_activation_terms(model, b, cp, moe_layer, t)
     whole = sum(n for name, (where, n) in terms.items() if where == "whole" and name not in dropped)
     split = sum(n for name, (where, n) in terms.items() if where == "split" and name not in dropped)
     scores = 0.0 if "attention scores" in dropped else attention_score_bytes(model, b, t)

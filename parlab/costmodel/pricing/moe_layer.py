@@ -9,6 +9,11 @@ The MoE counts themselves (experts' parameters, capacity, expert FLOPs) are
 
 from __future__ import annotations
 
+from parlab.costmodel.pricing.attention_terms import (
+    attention_param_split,
+    projection_weights,
+    score_flops,
+)
 from parlab.costmodel.pricing.expert_parallel.layer import (
     expert_forward_flops,
     expert_params_per_gpu,
@@ -18,17 +23,8 @@ from parlab.costmodel.pricing.pipeline_split import stage_index
 from parlab.costmodel.specs.models import ModelSpec
 
 
-def attention_weights(model: ModelSpec) -> int:
-    """Weights of one layer's attention: 4h^2 (+4h biases) for multi-head attention (Shoeybi et
-    al. 2019); an MoE preset's grouped-query or latent attention as ``MoEModel`` counts it."""
-    if model.moe is not None:
-        return model.moe_model()._attention()
-    h = model.hidden
-    return 4 * h * h + (4 * h if model.bias else 0)
-
-
 def _norms(model: ModelSpec) -> int:
-    return 2 * (2 * model.hidden if model.bias else model.hidden)
+    return model.norm_params_per_layer()
 
 
 def layer_param_split(model: ModelSpec, tp: int = 1, ep: int = 1, moe_layer: bool = True) -> tuple[float, float]:
@@ -42,9 +38,11 @@ def layer_param_split(model: ModelSpec, tp: int = 1, ep: int = 1, moe_layer: boo
     if moe is None or not moe_layer:
         if moe is None:
             return layer_params_per_gpu(model, tp), 0.0
-        return (attention_weights(model) + model.moe_model()._dense_mlp()) / tp + _norms(model), 0.0
+        split, replicated = attention_param_split(model)  # (``attention_terms``: QK-norm, output bias whole)
+        return (split + model.moe_model()._dense_mlp()) / tp + replicated + _norms(model), 0.0
     h = model.hidden
-    dense = ((attention_weights(model) + moe.shared_experts * moe.params_per_expert(h)) / tp + _norms(model)
+    split, replicated = attention_param_split(model)
+    dense = ((split + moe.shared_experts * moe.params_per_expert(h)) / tp + replicated + _norms(model)
              + moe.router_params(h))
     return dense, expert_params_per_gpu(h, moe, 1, ep, etp=tp)
 
@@ -89,16 +87,18 @@ def moe_model_layer_flops(model: ModelSpec, micro_batch: int = 1, tp: int = 1, c
     ``expert_parallel.expert_forward_flops`` (over the padded E x C rows of a capacity-bound
     layer, or the T k useful ones with ``padded=False``, what MFU counts) / t, and the attention
     scores 4 b s^2 h / (t cp) (each CP rank's s / cp queries against all s keys; Narayanan et al.
-    2021, Sec. 5.1). Under balanced routing each EP rank computes as many expert rows as its own
+    2021, Sec. 5.1; ``attention_terms.score_flops``: width a d, bounded by a window). The attention's
+    projections are its matmul weights (``attention_terms.projection_weights``: biases, norms and
+    sinks are not matmuls). Under balanced routing each EP rank computes as many expert rows as its own
     tokens produce."""
     moe = model.moe
     assert moe is not None
     s, b, h = model.seq_len, micro_batch, model.hidden
     tokens = max(1, s * b // cp)
-    scores = 4 * b * s * s * h / cp
+    scores = score_flops(model, b) / cp
     if not moe_layer:
-        return (2 * tokens * (attention_weights(model) + model.moe_model()._dense_mlp()) + scores) / tp
-    dense = 2 * tokens * (attention_weights(model) + moe.shared_experts * moe.params_per_expert(h)
+        return (2 * tokens * (projection_weights(model) + model.moe_model()._dense_mlp()) + scores) / tp
+    dense = 2 * tokens * (projection_weights(model) + moe.shared_experts * moe.params_per_expert(h)
                           + moe.router_params(h))
     experts = expert_forward_flops(tokens, h, moe, padded)
     return (dense + experts + scores) / tp

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from parlab.costmodel.pricing.attention_terms import attention_param_split
 from parlab.costmodel.pricing.pipeline_split import stage_index
 from parlab.costmodel.specs.models import ModelSpec
 
@@ -16,14 +17,18 @@ def layer_params_per_gpu(model: ModelSpec, tp: int = 1) -> float:
     Megatron-LM (Shoeybi et al. 2019, Section 3) splits the QKV and MLP-in matrices by columns
     (their biases too) and the attention-output and MLP-out matrices by rows; the row-parallel
     biases and the LayerNorms are replicated. With tp = 1 this is ``ModelSpec.params_per_layer``.
+    The attention's part is ``attention_terms.attention_param_split`` (grouped-query attention,
+    any head dimension, Q/K/V biases, sinks and QK-norm; with kv_heads < tp Megatron-Core still
+    splits the K/V weights evenly and replicates only their activations).
     """
     h, f = model.hidden, model.ffn
     n_in = 2 if model.gated_mlp else 1
-    split = 4 * h * h + (n_in + 1) * h * f  # (h, 3h) QKV, (h, h) out, (h, f) in [x2 gated], (f, h) out
-    replicated = 2 * (2 * h if model.bias else h)  # two norms
+    attention, replicated = attention_param_split(model)  # (h, a d + 2 g d) QKV, (a d, h) out [+ biases]
+    split = attention + (n_in + 1) * h * f  # (h, f) in [x2 gated], (f, h) out
+    replicated += model.norm_params_per_layer()  # two norms (four with sandwich norms)
     if model.bias:
-        split += 3 * h + n_in * f  # column-parallel biases
-        replicated += 2 * h  # row-parallel biases (attention out, MLP out)
+        split += n_in * f  # column-parallel MLP biases
+        replicated += h  # row-parallel MLP-out bias
     return split / tp + replicated
 
 

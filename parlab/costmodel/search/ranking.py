@@ -18,6 +18,7 @@ from parlab.costmodel.plan.spec import (
     training_dtype,
 )
 from parlab.costmodel.plan.step_time import step_time
+from parlab.costmodel.pricing.attention_terms import kv_splits, ulysses_splits
 from parlab.costmodel.pricing.memory import RECOMPUTE
 from parlab.costmodel.pricing.pipeline_split import pipeline_layout
 from parlab.costmodel.specs._check import boolean, canonical, non_negative, positive
@@ -177,7 +178,7 @@ def candidate_plans(model: ModelSpec, n_gpus: int, global_batch: int, *,
             if not _suits(model, tp, pp):
                 continue
             for ep_ in (e for e in eps if (dp * cp_) % e == 0 and (not moe or model.moe.num_experts % e == 0)):
-                for impl in (i for i in impls if i != "ulysses" or model.heads % (tp * cp_) == 0):
+                for impl in (i for i in impls if i != "ulysses" or ulysses_splits(model, tp, cp_)):
                     yield from _plans(model, global_batch, dp, tp, pp, cp_, impl, ep_, micro_batches, schedules,
                                       chunks, zero_stages, offload, recompute, sequence_parallel, dtype)
 
@@ -246,8 +247,10 @@ def _uneven_split(layers: int, pp: int, v: int) -> bool:
 
 
 def _suits(model: ModelSpec, tp: int, pp: int) -> bool:
-    """The model rules of ``check_plan`` on a layout: tp divides heads, hidden and MLP; pp <= layers."""
-    return not (model.heads % tp or model.hidden % tp or model.ffn % tp or pp > model.layers)
+    """The model rules of ``check_plan`` on a layout: tp divides heads, hidden and MLP, and divides
+    the K/V heads or is a multiple of them (``attention_terms.kv_splits``); pp <= layers."""
+    return not (model.heads % tp or model.hidden % tp or model.ffn % tp or pp > model.layers
+                or not kv_splits(model, tp))
 
 
 def _why_none(model: ModelSpec, n_gpus: int, global_batch: int, micro_batches: list[int]) -> str:

@@ -2,7 +2,7 @@
 
     _check.py       the argument checks every layer uses (one line naming the value and the rule)
     attention.py    one layer's attention: its weight count (MHA/GQA/MQA, head_dim, QK-norm, biases,
-                    sinks), sliding windows, AttentionShape, and check_priced (what estimate cannot price yet)
+                    sinks), sliding windows, AttentionShape (priced by pricing.attention_terms)
     models.py       ModelSpec (a transformer's shape, its exact parameter count), the guide's dense presets
     moe.py          MoESpec (the experts), capacity and dispatch rows, MoEModel (total vs active)
     moe_presets.py  the MoE presets (Mixtral 8x7B, DeepSeek-V3) and multi-head latent attention

@@ -1,7 +1,7 @@
 """One layer's attention as a shape (``AttentionShape``): heads, K/V heads, head dimension,
 sliding window, and the one count of its weights (``attention_param_count``) that dense and MoE
-models share; and ``check_priced``, the place where the pricing formulas say which of these
-fields they do not price yet.
+models share. The pricing layer reads it through ``pricing.attention_terms`` (FLOPs, memory, TP,
+CP and the KV cache of every field here).
 
 Sources: multi-head attention, Vaswani et al. 2017, Sec. 3.2.2 (Q, K, V and output projections);
 multi-query attention, Shazeer 2019; grouped-query attention, Ainslie et al. 2023, Sec. 2 (K and V
@@ -102,46 +102,3 @@ class AttentionShape:
     @property
     def kv_width(self) -> int:
         return self.kv_heads * self.head_dim
-
-
-def _unpriced(m: ModelSpec) -> list[str]:
-    """The attention fields of ``m`` today's pricing formulas (``pricing/``, ``plan/``) would drop:
-    they price a dense layer as multi-head attention of width h (4h^2 weights, Korthikanti et al.
-    2022, Table 2) and an MoE layer with ``MoEModel``'s weights but width h for the scores and
-    the CP blocks; neither bounds scores by a window nor counts Gemma's extra norms."""
-    out = []
-    if m.window and m.window < m.seq_len:
-        out.append(f"window={m.window} (sliding-window attention)")
-    if m.head_dim * m.heads != m.hidden:
-        out.append(f"head_dim={m.head_dim} (attention width heads x head_dim = {m.heads * m.head_dim} "
-                   f"!= hidden {m.hidden})")
-    if m.sandwich_norm:
-        out.append("sandwich_norm=True (norms after attention and MLP)")
-    if m.moe is not None:
-        return out
-    if m.kv_heads and m.kv_heads != m.heads:
-        out.append(f"kv_heads={m.kv_heads} (grouped-query attention)")
-    if m.attention_params:
-        out.append(f"attention_params={m.attention_params} (an attention other than multi-head)")
-    for flag, what in (("qk_norm", "QK-norm"), ("qkv_bias", "Q/K/V biases"), ("sinks", "attention sinks")):
-        if getattr(m, flag):
-            out.append(f"{flag}=True ({what})")
-    if m.attention_bias and not m.bias:
-        out.append("attention_bias=True (attention biases on a model without MLP biases)")
-    return out
-
-
-def check_priced(m: ModelSpec) -> None:
-    """Raise one ValueError naming every field of ``m`` that ``estimate`` and ``search`` do not
-    price yet, rather than price it silently as multi-head attention. The pricing layer calls
-    this before it prices a model (``plan.spec.check_plan``); a field leaves this list when the
-    formulas learn it (issue 30: GQA, head_dim and windows are priced from ``attention_shape``)."""
-    if m.moe is None and not m.window and not m.kv_heads and m.head_dim * m.heads == m.hidden and not (
-            m.attention_params or m.qk_norm or m.qkv_bias or m.sinks or m.sandwich_norm or m.attention_bias):
-        return  # the common case, kept cheap: search calls this for every plan
-    missing = _unpriced(m)
-    if missing:
-        verb = "are" if len(missing) > 1 else "is"
-        raise ValueError(f"{m.name}: {', '.join(missing)} {verb} not priced yet by estimate and search, which "
-                         f"would count multi-head attention of width hidden={m.hidden}; its parameter count "
-                         f"(num_params) is exact")

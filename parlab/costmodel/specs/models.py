@@ -48,8 +48,7 @@ class ModelSpec:
     layer every ``window_pattern`` = k (0 = every layer windowed; GPT-OSS k = 2, Gemma 3 k = 6),
     ``attention_params`` (an exact count per layer, e.g. DeepSeek's multi-head latent attention),
     and ``sandwich_norm`` (Gemma 2/3: a norm after attention and after the MLP too).
-    ``attention_shape()`` is what pricing reads; ``specs.attention.check_priced`` names the
-    fields ``estimate`` does not price yet.
+    ``attention_shape()`` gives the widths; ``pricing.attention_terms`` prices every field.
 
     A mixture-of-experts model sets ``moe`` (an ``expert_parallel.MoESpec``: E routed experts of
     width f_e, top-k, shared experts, dense first layers). Its counts are

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from parlab.costmodel.pricing.attention_terms import attention_param_split
 from parlab.costmodel.pricing.memory import ModelStateMemory, model_state_memory
 from parlab.costmodel.pricing.params import layer_params_per_gpu, stage_params
 from parlab.costmodel.specs._check import positive
@@ -68,7 +69,10 @@ def zero3_units(model: ModelSpec, tp: int = 1, impl: str = "fsdp") -> list[float
         return [embedding, *[layer_params_per_gpu(model, tp)] * model.layers, output]
     n_in = 2 if model.gated_mlp else 1
     b = 1 if model.bias else 0
-    block = [(3 * h * h + b * 3 * h) / tp, h * h / tp, n_in * (h * f + b * f) / tp, f * h / tp]
+    out = model.q_width * h  # the attention output (a d, h); QKV the rest (``attention_terms``)
+    split, _ = attention_param_split(model)
+    qkv = split - out  # with its column-parallel biases (and sinks)
+    block = [qkv / tp, out / tp, n_in * (h * f + b * f) / tp, f * h / tp]
     return [embedding, *block * model.layers, output]
 
 

@@ -18,15 +18,19 @@ from parlab.costmodel.specs.models import ModelSpec
 
 def layer_linears(model: ModelSpec) -> list[tuple[str, int, int]]:
     """(name, in, out) of a layer's weight matrices (Shoeybi et al. 2019, Section 3; a gated MLP
-    has two h -> f matrices, counted as one h -> 2f)."""
-    h, f = model.hidden, model.ffn
+    has two h -> f matrices, counted as one h -> 2f). QKV is h -> a d + 2 g d and the output
+    a d -> h (3h and h for multi-head attention; grouped-query attention, Ainslie et al. 2023); an
+    exact ``attention_params`` count (latent attention) is laid out as one h -> n / h - h matrix
+    and the output h -> h (the same number of weights, to within h)."""
+    h, f, q = model.hidden, model.ffn, model.q_width
     n_in = 2 if model.gated_mlp else 1
-    return [("QKV", h, 3 * h), ("attention out", h, h), ("MLP in", h, n_in * f), ("MLP out", f, h)]
+    qkv = model.attention_params // h - q if model.attention_params else q + 2 * model.kv_width
+    return [("QKV", h, qkv), ("attention out", q, h), ("MLP in", h, n_in * f), ("MLP out", f, h)]
 
 
 def layer_matrix_params(model: ModelSpec) -> int:
-    """Elements of a layer's weight matrices: 4h^2 + (n+1) h f (QKV 3h^2, output h^2, MLP), 12h^2
-    for GPT (Narayanan et al. 2021, Section 5.1); biases and LayerNorms are the rest."""
+    """Elements of a layer's weight matrices: 4h^2 + (n+1) h f (QKV 3h^2, output h^2, MLP; with
+    grouped-query attention ``layer_linears``' widths), 12h^2 for GPT (Narayanan et al. 2021, Section 5.1); biases and LayerNorms are the rest."""
     return sum(k * m for _, k, m in layer_linears(model))
 
 
