@@ -13,6 +13,11 @@ from parlab.costmodel.plan.spec import Plan
 FIELDS = {f.name for f in dataclasses.fields(Plan)}
 
 
+def _fell(before_after: str) -> bool:
+    before, after = (float(x.replace(",", "")) for x in before_after.split(" -> "))
+    return after < before
+
+
 @pytest.mark.parametrize("t", TECHNIQUES, ids=lambda t: t.name)
 def test_each_row_names_real_plan_knobs_and_turns_one(t):
     knobs = {k.split("=")[0].strip() for k in t.knob.split(",")}
@@ -25,18 +30,18 @@ def test_context_and_expert_parallelism_are_rows_priced_with_their_own_traffic()
     rows = {r[0]: r for r in technique_table()[0]}
     cp = rows["context parallelism (ring, all-gather, Ulysses)"]
     ep = rows["expert parallelism"]
-    assert cp[1] == "cp, cp_impl" and cp[5] < cp[4] and cp[8].startswith("CP communication")
-    assert ep[1] == "ep" and ep[5] < ep[4] and ep[8].startswith("EP all-to-all")
+    assert cp[1] == "cp, cp_impl" and _fell(cp[4]) and cp[6].startswith("CP communication")
+    assert ep[1] == "ep" and _fell(ep[4]) and ep[6].startswith("EP all-to-all")
 
 
 def test_memory_savers_save_memory_and_pay_in_a_term_that_grows():
     rows = {r[0]: r for r in technique_table()[0]}
     for name in ("ZeRO-1/2 (sharded optimizer, gradients)", "ZeRO-3 / FSDP", "tensor parallelism",
                  "pipeline parallelism", "recomputation", "offload"):
-        assert rows[name][5] < rows[name][4], name
-        assert rows[name][8] != "—", name
-    assert rows["offload"][8].startswith("optimizer step")
-    assert rows["recomputation"][8].startswith("compute: matmuls")
+        assert _fell(rows[name][4]), name
+        assert rows[name][6] != "—", name
+    assert rows["offload"][6].startswith("optimizer step")
+    assert rows["recomputation"][6].startswith("compute: matmuls")
 
 
 def test_pays_with_is_a_dash_when_nothing_grows():

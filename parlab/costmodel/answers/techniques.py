@@ -45,9 +45,12 @@ class Technique:
         return estimate(m, c0, self.base), estimate(m, make_cluster(self.cluster, self.gpus), self.plan)
 
     def example(self) -> str:
+        """The example in a few words: model, GPUs, and the plan fields the knob changed."""
+        a, b = self.base.describe().split(), self.plan.describe().split()
+        turned = f"{' '.join(t for t in a if t not in b) or '—'} -> {' '.join(t for t in b if t not in a)}"
         seq = f", s = {self.seq_len:,}" if self.seq_len else ""
         gpus = f"{self.base_gpus} -> {self.gpus}" if self.base_gpus else f"{self.gpus}"
-        return f"{self.model}{seq}, {gpus} x {self.cluster}: {self.base.describe()} -> {self.plan.describe()}"
+        return f"{self.model}{seq}, {gpus} x {self.cluster}: {turned}"
 
 
 def pays_with(before: Estimate, after: Estimate) -> str:
@@ -104,13 +107,13 @@ TECHNIQUES: tuple[Technique, ...] = (
 
 def technique_table(techniques: tuple[Technique, ...] = TECHNIQUES) -> tuple[list[list], list[str], dict]:
     """``(rows, headers, formats)`` for ``parlab.viz.html.show_table``: each technique, its knob,
-    what it divides, its example, memory per GPU and step time before and after, what it pays
+    what it divides, its example, memory per GPU and step time ('before -> after'), what it pays
     with (``pays_with``) and when it wins."""
     rows = []
     for t in techniques:
         before, after = t.estimates()
-        rows.append([t.name, t.knob, t.divides, t.example(), before.memory_total / 1e9, after.memory_total / 1e9,
-                     before.step_time * 1e3, after.step_time * 1e3, pays_with(before, after), t.wins])
-    headers = ["technique", "knob in Plan", "divides", "example", "memory/GPU before (GB)",
-               "memory/GPU after (GB)", "step before (ms)", "step after (ms)", "pays with (term that grows)", "wins when"]
-    return rows, headers, {h: ",.1f" for h in headers[4:6]} | {h: ",.0f" for h in headers[6:8]}
+        rows.append([t.name, t.knob, t.divides, t.example(),
+                     f"{before.memory_total / 1e9:,.1f} -> {after.memory_total / 1e9:,.1f}",
+                     f"{before.step_time * 1e3:,.0f} -> {after.step_time * 1e3:,.0f}", pays_with(before, after), t.wins])
+    return rows, ["technique", "knob in Plan", "divides", "example", "memory/GPU (GB)", "step (ms)",
+                  "pays with (term that grows)", "wins when"], {}
