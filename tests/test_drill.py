@@ -188,6 +188,14 @@ LIBRARY = {
                                                          efficiency=p["efficiency"])[0],
     "stage3-saving": lambda p: (cm.zero_model_states(p["n_params"], p["dp"], 2).total
                                 - cm.zero_model_states(p["n_params"], p["dp"], 3).total),
+    "gen-gqa-kv-cache": lambda p: (2 * cm.get_model(p["model"]).layers * cm.get_model(p["model"]).kv_heads
+                                   * cm.get_model(p["model"]).head_dim * 2 * p["tokens"]),
+    "gen-fp8-weights": lambda p: (
+        cm.estimate(p["model"], cm.make_cluster("dgx-h100", p["tp"]),
+                    cm.Plan(tp=p["tp"], recompute="full", dtype="fp8")).memory_terms()["parameters"]
+        - cm.estimate(p["model"], cm.make_cluster("dgx-h100", p["tp"]),
+                      cm.Plan(tp=p["tp"], recompute="full")).memory_terms()["parameters"]),
+    "gen-uneven-stages": lambda p: (cm.get_model(p["model"]).layers + 2) // p["pp"] - 1,
     "fits-one-gpu": lambda p: "yes" if one_gpu_walk(p["model"], 1, p["recompute"], p["gpu"], dtype=p["dtype"])[-1].total
     <= cm.get_gpu(p["gpu"]).memory_bytes else "no",
 }

@@ -54,3 +54,33 @@ def test_compute_wall_rejects_bad_input():
         compute_wall("7B", tokens=0)
     with pytest.raises(ValueError, match="n_gpus"):
         compute_wall("7B", n_gpus=0)
+
+
+def test_the_wall_fits_by_the_course_s_one_estimate_not_by_states_plus_activations():
+    """Content review E5: chapter 01 said LLaMA-7B training (117 GB of states + activations)
+    "fits one h200" while chapter 09's estimate of the same job does not fit its 141 GB."""
+    from parlab.costmodel.answers.phases import one_gpu_fit
+
+    w = memory_wall("llama-7b", "mixed-fp32-grad", "adam", micro_batch=1, recompute="none")
+    h200 = w.fit("h200")
+    assert h200.estimate == pytest.approx(one_gpu_fit("llama-7b", "h200").total)  # chapter 09's 144.2 GB
+    assert not h200.fits_one and w.total < GPUS["h200"].memory_bytes < h200.estimate
+    mixed = memory_wall("llama-7b", "mixed", "adam", 1, "none")
+    assert mixed.estimate_total == pytest.approx(
+        one_gpu_fit("llama-7b", "h200", dtype="mixed", fp32_grads=False).total)
+    assert not any(f.fits_one for f in mixed.fits())
+    assert all(f.fits_one == (f.estimate <= f.gpu.memory_bytes) for f in mixed.fits())
+
+
+def test_jobs_no_plan_models_fit_by_the_wall_s_own_total():
+    for w in (memory_wall("llama-7b", "fp16", "none"), memory_wall("llama-7b", "bf16", "adam")):
+        assert w.estimate_total is None
+        assert all(f.estimate is None and f.fits_one == (w.total <= f.gpu.memory_bytes) for f in w.fits())
+
+
+def test_the_dashboard_says_which_terms_its_headline_leaves_out():
+    from parlab.widgets.walls import MemoryWallDashboard
+
+    line = MemoryWallDashboard.summary(None, memory_wall("llama-7b"))
+    assert "117 GB of states + activations" in line and "149 GB in all" in line
+    assert line.endswith("fits no GPU preset")

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from . import generated, practice, problems, strategy, theory_basics, theory_scale
+from . import generated, modern, practice, problems, strategy, theory_basics, theory_scale
 from .questions import BEYOND_TOPICS, KINDS, TOPICS, Question
 from .titles import TITLES
 
 #: every question, in guide order within each module
 BANK: tuple[Question, ...] = tuple(
-    q for module in (theory_basics, theory_scale, practice, strategy, problems, generated)
+    q for module in (theory_basics, theory_scale, practice, strategy, problems, generated, modern)
     for q in module.QUESTIONS)
 
 _BY_KEY = {q.key: q for q in BANK}

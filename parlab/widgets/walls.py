@@ -48,7 +48,7 @@ class MemoryWallDashboard(Dashboard):
                            {"bytes / param": ",.2f", "memory (GB)": ",.1f"}, highlight_last=True)
         fits = [[f.gpu.name, f.gpu.memory_bytes / 1e9, "yes" if f.fits_one else "no",
                  "—" if f.min_gpus is None else f.min_gpus] for f in w.fits()]
-        fit_table = html_table(fits, ["GPU", "holds (GB)", "fits on one?", "min GPUs, states sharded"],
+        fit_table = html_table(fits, ["GPU", "holds (GB)", "fits on one? (every term)", "min GPUs, states sharded"],
                                {"holds (GB)": ",.1f"})
         if is_inference(w):
             job = "inference: weights only (no gradients, optimizer states or stored activations)"
@@ -56,7 +56,7 @@ class MemoryWallDashboard(Dashboard):
             mb = f"{w.micro_batch} micro-batch" if w.micro_batch == 1 else f"micro-batch {w.micro_batch}"
             job = f"training, seq {w.model.seq_len}, {mb}, recompute {w.recompute}"
         head = (f"<p><b>{html_lib.escape(w.model.name)}</b>: {human_count(n)} parameters, "
-                f"{html_lib.escape(job)}: <b>{human_bytes(w.total)}</b></p>")
+                f"{html_lib.escape(job)}: <b>{human_bytes(w.total)}</b>{html_lib.escape(in_all(w))}</p>")
         note = ('<p style="color:#555;font-size:90%">—: the activations alone overflow one card</p>'
                 if any(f.min_gpus is None for f in w.fits()) else "")
         return (head + '<div style="display:flex;gap:24px;align-items:flex-start">' + terms
@@ -72,8 +72,18 @@ class MemoryWallDashboard(Dashboard):
     def summary(self, w: MemoryWall) -> str:
         fit = [f.gpu.name for f in w.fits() if f.fits_one]
         job = "inference" if is_inference(w) else "training"
-        return (f"{w.model.name}, {job}: {human_bytes(w.total)} on one GPU; "
-                f"fits one {', '.join(fit) if fit else 'no GPU preset'}")
+        fits = f"fits one {', '.join(fit)}" if fit else "fits no GPU preset"
+        return f"{w.model.name}, {job}: {human_bytes(w.total)}{in_all(w) or ' on one GPU'}; {fits}"
+
+
+def in_all(w: MemoryWall) -> str:
+    """The wall's total is states + activations; where the cost model prices the job, also the
+    estimate's total, every term counted (``MemoryWall.estimate_total``), which the fit uses."""
+    full = w.estimate_total
+    if full is None:
+        return ""
+    return (f" of states + activations, {human_bytes(full)} in all (+ runtime buffers, fragmentation and, "
+            "with 16-bit gradients, the step's fp32 gradient copy: chapter 09's estimate)")
 
 
 GPU_COUNTS = [2**k for k in range(15)]

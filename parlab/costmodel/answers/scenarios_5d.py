@@ -62,12 +62,31 @@ class MoEPricing:
         return self.estimate.time.ep_comm / self.estimate.step_time
 
 
+#: DeepSeek-V3's layout from its report (DeepSeek-AI 2024, Sec. 3.2 and 4.2): pp 16, ep 64 over 8
+#: nodes, ZeRO-1 data parallelism, batch 15,360 sequences of 4,096 tokens; full recomputation is
+#: what lets it fit in parlab's count (the report recomputes only RMSNorm and MLA's
+#: up-projections, Sec. 3.2.3, which ``ModelSpec`` cannot describe: no latent widths). Priced with
+#: 1F1B: DualPipe is not a ``Plan`` schedule (chapter 13 simulates its bubble on its own).
+V3_PLAN = Plan(dp=128, pp=16, ep=64, zero=1, global_batch=15360, recompute="full")
+
+
+def deepseek_v3_h800() -> list[MoEPricing]:
+    """DeepSeek-V3 on its own cluster: 2,048 H800s, 8 a node on the H800's NVLink (160 GB/s achieved)
+    and one 400 Gb/s InfiniBand port per GPU (``make_cluster("h800-ndr")``, report Sec. 3.1 and
+    3.2.2), in the report's layout (``V3_PLAN``),
+    in bf16 and in FP8 with the report's fine-grained recipe (Sec. 3.3, ``deepseek-blockwise``)."""
+    cluster = make_cluster("h800-ndr", 2048)
+    fp8 = V3_PLAN.with_(dtype="fp8", fp8_recipe="deepseek-blockwise")
+    return [MoEPricing("deepseek-v3", "2,048 x H800, " + p.describe(), estimate("deepseek-v3", cluster, p))
+            for p in (V3_PLAN, fp8)]
+
+
 def moe_pricing() -> list[MoEPricing]:
     """Mixtral 8x7B (Jiang et al. 2024) on 64 H100s, tp 2 x ep 8 with SP, and DeepSeek-V3 on
     2,048 H100s in its report's layout (pp 16, ep 64, ZeRO-1 data parallelism, batch 15,360 of
     4,096 tokens: DeepSeek-AI 2024, Sec. 3.2 and 4.2), bf16, with the recomputation each needs to fit."""
     mixtral = Plan(dp=32, tp=2, ep=8, sequence_parallel=True, zero=1, micro_batches=8, recompute="selective")
-    v3 = Plan(dp=128, pp=16, ep=64, zero=1, global_batch=15360, recompute="full")
+    v3 = V3_PLAN
     return [MoEPricing("mixtral-8x7b", "64 x H100, " + mixtral.describe(),
                        estimate("mixtral-8x7b", make_cluster("dgx-h100", 64), mixtral)),
             MoEPricing("deepseek-v3", "2,048 x H100, " + v3.describe(),

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from parlab.costmodel.answers.phases import OneGpuFit, one_gpu_fit
+from parlab.costmodel.plan.spec import TRAINING_OPTIMIZERS
 from parlab.costmodel.pricing.flops import train_flops_6nd, training_seconds
 from parlab.costmodel.pricing.memory import (
     ModelStateMemory,
@@ -26,14 +28,27 @@ from parlab.costmodel.specs.models import ModelSpec
 WALL_GPUS = ("v100-32gb", "a100-40gb", "a100-80gb", "a800-80gb", "h100-sxm", "h200")
 
 
+#: memory-wall precision -> (Plan dtype, fp32 gradients) of the same model states, for the
+#: one-GPU estimate; the pure 16-bit precisions keep no fp32 master copy, which a Plan does not model
+PLAN_DTYPES = {"fp32": ("fp32", False), "mixed": ("mixed", False), "mixed-fp32-grad": ("mixed", True)}
+
+
 @dataclass(frozen=True)
 class GPUFit:
-    """Whether a training job fits one ``gpu``, and the fewest GPUs that could hold it if the
-    model states were split evenly over them (ZeRO-3 style) while each keeps its activations."""
+    """Whether a job fits one ``gpu``, and the fewest GPUs that could hold it if the model states
+    were split evenly over them (ZeRO-3 style) while each keeps its activations.
+
+    ``fits_one`` is the course's one answer for training (``phases.one_gpu_fit``: the cost model's
+    estimate, every term counted: the states and activations of the wall plus the runtime buffers,
+    allocator fragmentation and the optimizer step's fp32 gradient copy) wherever a ``Plan``
+    models the precision and optimizer; ``estimate`` is that total in bytes. Elsewhere
+    (inference, pure 16-bit training) ``estimate`` is None and ``fits_one`` compares the wall's
+    states + activations with the card."""
 
     gpu: GPUSpec
     fits_one: bool
     min_gpus: int | None  # None: the activations alone exceed one GPU
+    estimate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -53,12 +68,37 @@ class MemoryWall:
     def terms(self) -> dict[str, float]:
         return {**self.states.terms(), "activations": self.activations}
 
+    @property
+    def estimate_total(self) -> float | None:
+        """Bytes of the cost model's one-GPU estimate of this job (``estimate_fit``; the same on
+        every card), or None where no ``Plan`` models it."""
+        est = self.estimate_fit("a100-80gb")
+        return None if est is None else est.total
+
+    def estimate_fit(self, gpu: str | GPUSpec) -> OneGpuFit | None:
+        """The cost model's one-GPU estimate of this job on ``gpu`` (``phases.one_gpu_fit``, the
+        walk chapter 09 prints), with the wall's precision, optimizer, micro-batch and recompute;
+        None for inference and the pure 16-bit precisions (no ``Plan`` models them). On a card
+        without bf16 (V100) the 16-bit type is fp16: the same bytes."""
+        plan = PLAN_DTYPES.get(self.states.precision)
+        if plan is None or self.states.optimizer not in TRAINING_OPTIMIZERS:
+            return None
+        g = get_gpu(gpu)
+        dtype, fp32_grads = plan
+        if dtype == "mixed" and not g.bf16:
+            dtype = "fp16"
+        return one_gpu_fit(self.model, g, self.micro_batch, self.recompute, dtype=dtype,
+                           fp32_grads=fp32_grads, optimizer=self.states.optimizer)
+
     def fit(self, gpu: str | GPUSpec) -> GPUFit:
         g = get_gpu(gpu)
         room = g.memory_bytes - self.activations
+        est = self.estimate_fit(g)
+        total = self.total if est is None else est.total
         if room <= 0:
-            return GPUFit(g, False, None)
-        return GPUFit(g, self.total <= g.memory_bytes, max(1, math.ceil(self.states.total / room)))
+            return GPUFit(g, False, None, None if est is None else est.total)
+        return GPUFit(g, total <= g.memory_bytes, max(1, math.ceil(self.states.total / room)),
+                      None if est is None else est.total)
 
     def fits(self) -> list[GPUFit]:
         return [self.fit(GPUS[g]) for g in WALL_GPUS]

@@ -19,12 +19,13 @@ from parlab.drill.parse import DIMENSIONS, MAX_ANSWER, Uncheckable, Unreadable, 
 from parlab.drill.questions import LETTERS, Card, Question, Result, title, wrap
 
 from .drill_beyond import ZH_BEYOND
+from .drill_modern import ZH_MODERN
 from .drill_part1 import ZH as _ZH1
 from .drill_part2 import EXTRA
 from .drill_part2 import ZH as _ZH2
 from .tokens import fill
 
-ZH: dict[str, dict] = {**_ZH1, **_ZH2}  # the guide's bank; the cards beyond it: ZH_BEYOND
+ZH: dict[str, dict] = {**_ZH1, **_ZH2, **ZH_MODERN}  # the guide's bank; the cards beyond it: ZH_BEYOND
 
 #: Chinese names of the named options (shown beside the option, accepted as an answer)
 NAME_ZH: dict[str, str] = {
