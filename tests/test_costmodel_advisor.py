@@ -278,7 +278,7 @@ def test_the_published_runs_lie_inside_the_validated_range_but_for_an_mfu_above_
     assert len(timed) >= 20
     for est in timed:
         high = est.mfu > VALIDATED_MFU[est.cluster.gpu.name]
-        assert est.outside_validated == ((f"MFU {est.mfu:.0%} is above the highest validated on "
-                                          f"{est.cluster.gpu.name} ({VALIDATED_MFU[est.cluster.gpu.name]:.0%})",)
+        assert est.outside_validated == ((f"MFU {est.mfu:.1%} is above the highest validated on "
+                                          f"{est.cluster.gpu.name} ({VALIDATED_MFU[est.cluster.gpu.name]:.1%})",)
                                          if high else ())
     assert any(validated_mark(est) == "yes" for est in timed)
