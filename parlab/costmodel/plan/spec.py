@@ -268,19 +268,20 @@ def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
 def check_cp_ep(model: ModelSpec, plan: Plan) -> None:
     """The model rules of context and expert parallelism, each a ValueError naming the value and
     the rule: the load-balanced ring cuts the sequence into 2 cp chunks (rank i holds chunks i and
-    2cp-1-i: Megatron-Core's CP, Llama 3, Dubey et al. 2024, Sec. 3.3.2); Ulysses gives each CP
+    2cp-1-i: Megatron-Core's CP, Llama 3, Dubey et al. 2024, Sec. 3.3.2); with cp > 1 tp divides
+    the K/V heads (a TP rank passes the K/V of its kv / t heads around); Ulysses gives each CP
     rank whole heads of its TP shard (Jacobs et al. 2023, Sec. 3.1: heads % cp); ep needs experts
     and divides their number (each EP rank holds E / ep whole experts); ZeRO-3 of an MoE model is
     not modelled (Megatron-Core shards MoE optimizers ZeRO-1 style)."""
     from parlab.costmodel.pricing.context_parallel import check_ring, check_ulysses
 
     cp, t = plan.cp, plan.tp
+    kv = model.kv_heads or model.heads
+    if cp > 1 and kv % t:  # both pass K/V of a TP rank's kv / t heads (ring: blocks; Ulysses: heads)
+        raise ValueError(f"tp must divide the K/V heads with cp > 1: {kv} K/V heads are not divisible by tp={t}")
     if cp > 1 and plan.cp_impl == "ring":
         check_ring(model.seq_len, cp)
     if cp > 1 and plan.cp_impl == "ulysses":
-        kv = model.kv_heads or model.heads
-        if kv % t:
-            raise ValueError(f"tp must divide the K/V heads: {kv} K/V heads are not divisible by tp={t}")
         try:
             check_ulysses(model.heads // t, cp, kv // t)
         except ValueError as err:
