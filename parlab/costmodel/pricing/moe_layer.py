@@ -78,7 +78,8 @@ def moe_model_layer_flops(model: ModelSpec, micro_batch: int = 1, tp: int = 1, c
     layer: 2 T (attention + dense MLP weights) / t + the scores. An MoE layer: 2 T (attention +
     router + shared experts' weights) / t for the T = b s / cp tokens of the rank, the routed experts'
     ``expert_parallel.expert_forward_flops`` (over the padded E x C rows of a capacity-bound
-    layer, or the T k useful ones with ``padded=False``, what MFU counts) / t, and the attention
+    layer, or with ``padded=False`` the min(T k, E C) assignments the capacity keeps, what MFU
+    counts) / t, and the attention
     scores 4 b s^2 h / (t cp) (each CP rank's s / cp queries against all s keys; Narayanan et al.
     2021, Sec. 5.1). Under balanced routing each EP rank computes as many expert rows as its own
     tokens produce."""
