@@ -13,9 +13,9 @@ from parlab.costmodel.plan.spec import Plan
 from parlab.costmodel.pricing.collectives import group_link, ring_time
 from parlab.costmodel.pricing.layer_flops import layer_forward_flops, logit_forward_flops
 from parlab.costmodel.pricing.memory import (
-    activation_bytes_per_layer,
     attention_score_bytes,
     get_precision,
+    layer_activation_bytes,
 )
 from parlab.costmodel.pricing.params import stage_layers, stage_params
 from parlab.costmodel.pricing.tensor_parallel.megatron import tp_layer_collectives
@@ -276,8 +276,8 @@ def _mean_layer_activations(model: ModelSpec, plan: Plan) -> float:
     from parlab.costmodel.plan.memory.activations import _layer_kinds
 
     kinds = _layer_kinds(model, plan, "last")
-    per = [(k, activation_bytes_per_layer(model, plan.micro_batch, plan.tp, plan.sequence_parallel, "none",
-                                          cp=plan.cp, moe_layer=moe)) for k, moe in kinds]
+    per = [(k, layer_activation_bytes(model, plan.micro_batch, plan.tp, plan.sequence_parallel, "none", plan.cp, moe))
+           for k, moe in kinds]
     if len(per) == 1:
         return per[0][1]
     return sum(k * x for k, x in per) / sum(k for k, _ in per)

@@ -4,6 +4,7 @@ and activations per transformer layer (Korthikanti et al. 2022, Table 2)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from parlab.costmodel.specs._check import boolean, canonical, lookup, positive
 from parlab.costmodel.specs.models import ModelSpec
@@ -139,6 +140,13 @@ def attention_score_bytes(model: ModelSpec, micro_batch: int = 1, tp: int = 1) -
     return (5 if model.dropout else 2) * a * s * s * b / tp
 
 
+def layer_activation_bytes(model: ModelSpec, micro_batch: int, tp: int, sequence_parallel: bool,
+                           recompute: str, cp: int, moe_layer: bool | None) -> float:
+    """``activation_bytes_per_layer`` memoised, for the plan floor (a search asks it the same few
+    questions for thousands of plans); every argument given, as a plan's checked fields."""
+    return _layer_activation_bytes(model, micro_batch, tp, sequence_parallel, recompute, cp, moe_layer)
+
+
 def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int = 1,
                                sequence_parallel: bool = False, recompute: str = "none", *, cp: int = 1,
                                moe_layer: bool | None = None) -> float:
@@ -236,3 +244,9 @@ def activation_bytes(model: ModelSpec, micro_batch: int = 1, recompute: str = "n
     layers = model.layers * activation_bytes_per_layer(model, micro_batch, recompute=recompute)
     mask = s * b * h if model.dropout else 0
     return layers + 8 * s * b + mask + 4 * s * b * h * (1 + V / h)
+
+
+@lru_cache(maxsize=4096)
+def _layer_activation_bytes(model: ModelSpec, micro_batch: int, tp: int, sequence_parallel: bool, recompute: str,
+                            cp: int, moe_layer: bool | None) -> float:
+    return activation_bytes_per_layer(model, micro_batch, tp, sequence_parallel, recompute, cp=cp, moe_layer=moe_layer)

@@ -9,6 +9,8 @@ The MoE counts themselves (experts' parameters, capacity, expert FLOPs) are
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from parlab.costmodel.pricing.expert_parallel.layer import (
     expert_forward_flops,
     expert_params_per_gpu,
@@ -48,6 +50,7 @@ def layer_param_split(model: ModelSpec, tp: int = 1, ep: int = 1, moe_layer: boo
     return dense, expert_params_per_gpu(h, moe, 1, ep, etp=tp)
 
 
+@lru_cache(maxsize=1024)
 def stage_layer_kinds(model: ModelSpec, pp: int, stage: str) -> tuple[int, int]:
     """(dense layers, MoE layers) on the 'first' or 'last' stage's ceil(l / pp) layers: an MoE
     model's dense first layers (DeepSeek-V3: 3) sit on the first stage; a dense model's are all dense."""
@@ -59,10 +62,12 @@ def stage_layer_kinds(model: ModelSpec, pp: int, stage: str) -> tuple[int, int]:
     return dense, L - dense
 
 
+@lru_cache(maxsize=1024)
 def stage_param_split(model: ModelSpec, tp: int, pp: int, stage: str, ep: int = 1) -> tuple[float, float]:
     """(dense, routed-expert) parameters one GPU of the 'first' or 'last' stage holds before ZeRO:
     ``stage_params``'s ends (embeddings, output layer) and its layers' dense parts, and its MoE
-    layers' experts. For a dense model ``(stage_params(...), 0)``."""
+    layers' experts. For a dense model ``(stage_params(...), 0)``. Memoised (a pure function of a
+    frozen model and a layout): a search asks it for every plan of the same few layouts."""
     if model.moe is None:
         return stage_params(model, tp, pp, stage), 0.0
     ends = stage_params(model, tp, pp, stage) - stage_layers(model, pp) * layer_params_per_gpu(model, tp)

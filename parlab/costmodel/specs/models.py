@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from parlab.costmodel.specs._check import boolean, non_negative, positive, text
@@ -98,11 +99,17 @@ class ModelSpec:
 
     def moe_model(self) -> MoEModel:
         """This spec as an ``expert_parallel.MoEModel`` (its dense base, its experts), whose
-        counts of total and active parameters this spec reports."""
-        from parlab.costmodel.specs.moe import MoEModel
-
+        counts of total and active parameters this spec reports. Built once per spec (the spec is
+        frozen): the search prices thousands of plans of one model."""
         if self.moe is None:
             raise ValueError(f"{self.name} is a dense model (ModelSpec.moe is None)")
+        return self._moe_model
+
+    @cached_property
+    def _moe_model(self) -> MoEModel:
+        from parlab.costmodel.specs.moe import MoEModel
+
+        assert self.moe is not None
         base = replace(self, moe=None, kv_heads=0, attention_params=0)
         return MoEModel(self.name, base, self.moe, self.kv_heads, self.attention_params, self.source)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from parlab.costmodel.plan.spec import Plan
-from parlab.costmodel.pricing.memory import activation_bytes_per_layer
+from parlab.costmodel.pricing.memory import layer_activation_bytes
 from parlab.costmodel.pricing.params import stage_layers
 from parlab.costmodel.specs.models import ModelSpec
 
@@ -64,8 +64,8 @@ def stage_activations(model: ModelSpec, plan: Plan, stage: str) -> StageActivati
     t_sp = t if plan.sequence_parallel else 1
     n = in_flight_microbatches(plan, stage)
     kinds = _layer_kinds(model, plan, stage)  # (layers, moe_layer) pairs: dense first layers of an MoE model
-    by_kind = [(k, activation_bytes_per_layer(model, b, t, plan.sequence_parallel, plan.recompute, cp=plan.cp,
-                                              moe_layer=moe)) for k, moe in kinds]
+    by_kind = [(k, layer_activation_bytes(model, b, t, plan.sequence_parallel, plan.recompute, plan.cp, moe))
+               for k, moe in kinds]
     if len(by_kind) == 1:
         per_layer = by_kind[0][1]
         layers = n * stage_layers(model, plan.pp) * per_layer
@@ -79,8 +79,8 @@ def stage_activations(model: ModelSpec, plan: Plan, stage: str) -> StageActivati
         ends += 4 * s * b * (h / t_sp + V / t)
     working = 0.0
     if plan.recompute == "full":
-        working = max(activation_bytes_per_layer(model, b, t, plan.sequence_parallel, "none", cp=plan.cp,
-                                                 moe_layer=moe) for k, moe in kinds if k)
+        working = max(layer_activation_bytes(model, b, t, plan.sequence_parallel, "none", plan.cp, moe)
+                      for k, moe in kinds if k)
     return StageActivations(per_layer, n, layers, ends, working)
 
 

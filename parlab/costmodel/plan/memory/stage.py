@@ -6,6 +6,7 @@ transient fp32 gradients, and the allowance for runtime buffers and fragmentatio
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from parlab.costmodel.plan.memory.activations import StageActivations, stage_activations
 from parlab.costmodel.plan.memory.zero import zero3_gathered_params, zero_model_states
@@ -92,35 +93,48 @@ def stage_memory(model: ModelSpec, plan: Plan, stage: str, assumptions: Assumpti
     the "dp-cp" group). An MoE model's routed experts (``moe_layer.stage_param_split``: E / ep per
     GPU) are sharded over their own expert-data-parallel group, dp x cp / ep ranks.
     """
-    if model.moe is None:
-        dense, experts = stage_params(model, plan.tp, plan.pp, stage), 0.0
-    else:
-        from parlab.costmodel.pricing.moe_layer import stage_param_split
-
-        dense, experts = stage_param_split(model, plan.tp, plan.pp, stage, plan.ep)
-    params = dense + experts
-    states = zero_model_states(dense, plan.dp * plan.cp, plan.zero, plan.precision, plan.optimizer)
-    if experts:
-        e = zero_model_states(experts, plan.edp, plan.zero, plan.precision, plan.optimizer)
-        states = ModelStateMemory(params, states.precision, states.optimizer, states.weights + e.weights,
-                                  states.grads + e.grads, states.master + e.master,
-                                  states.optimizer_states + e.optimizer_states)
-    weights, grads = states.weights, states.grads
-    optimizer = states.master + states.optimizer_states
-    sharded = plan.zero >= 1
-    shard = dense / (plan.dp * plan.cp if sharded else 1) + experts / (plan.edp if sharded else 1)
-    cpu = 0.0
-    if plan.zero == 3:  # what the implementation holds gathered in full (zero3_gathered_params)
-        weights += zero3_gathered_params(model, plan.tp, plan.zero3_impl) * get_precision(plan.precision).weight
-    if plan.offload != "none":
-        cpu, optimizer = optimizer + 4.0 * shard, 0.0  # + the fp32 gradients of the shard
-        if plan.zero >= 2:
-            grads = 0.0
-    if plan.offload == "optimizer+params":
-        cpu += states.weights
-        weights -= states.weights
+    params, weights, grads, optimizer, shard, cpu = _stage_states(
+        model, plan.tp, plan.pp, stage, plan.ep, plan.dp * plan.cp, plan.edp, plan.zero, plan.precision,
+        plan.optimizer, plan.zero3_impl, plan.offload)
     acts = stage_activations(model, plan, stage)
     step_grads = fp32_gradient_copy(shard, plan)
     rest = weights + grads + optimizer + acts.total + max(0.0, step_grads - acts.total)
     buffers = assumptions.runtime_bytes + assumptions.fragmentation * rest
     return StageMemory(stage, params, weights, grads, optimizer, acts, buffers, cpu, step_grads)
+
+
+@lru_cache(maxsize=4096)
+def _stage_states(model: ModelSpec, tp: int, pp: int, stage: str, ep: int, dp: int, edp: int, zero: int,
+                  precision: str, optimizer_name: str, zero3_impl: str,
+                  offload: str) -> tuple[float, float, float, float, float, float]:
+    """(params, weights, grads, optimizer states, ZeRO shard, CPU bytes) of ``stage_memory``: the
+    model states, which depend on the layout and ZeRO only, not on micro-batching, recompute or the
+    schedule; memoised, as a search prices thousands of plans over the same few layouts."""
+    if model.moe is None:
+        dense, experts = stage_params(model, tp, pp, stage), 0.0
+    else:
+        from parlab.costmodel.pricing.moe_layer import stage_param_split
+
+        dense, experts = stage_param_split(model, tp, pp, stage, ep)
+    params = dense + experts
+    states = zero_model_states(dense, dp, zero, precision, optimizer_name)
+    if experts:
+        e = zero_model_states(experts, edp, zero, precision, optimizer_name)
+        states = ModelStateMemory(params, states.precision, states.optimizer, states.weights + e.weights,
+                                  states.grads + e.grads, states.master + e.master,
+                                  states.optimizer_states + e.optimizer_states)
+    weights, grads = states.weights, states.grads
+    optimizer = states.master + states.optimizer_states
+    sharded = zero >= 1
+    shard = dense / (dp if sharded else 1) + experts / (edp if sharded else 1)
+    cpu = 0.0
+    if zero == 3:  # what the implementation holds gathered in full (zero3_gathered_params)
+        weights += zero3_gathered_params(model, tp, zero3_impl) * get_precision(precision).weight
+    if offload != "none":
+        cpu, optimizer = optimizer + 4.0 * shard, 0.0  # + the fp32 gradients of the shard
+        if zero >= 2:
+            grads = 0.0
+    if offload == "optimizer+params":
+        cpu += states.weights
+        weights -= states.weights
+    return params, weights, grads, optimizer, shard, cpu
