@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -104,6 +104,19 @@ class ModelSpec:
         if self.moe is None:
             raise ValueError(f"{self.name} is a dense model (ModelSpec.moe is None)")
         return self._moe_model
+
+    def __hash__(self) -> int:
+        """The dataclass's hash of every field, computed once: the cost model memoises its pure
+        functions by spec, so a search hashes one spec hundreds of thousands of times."""
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash(tuple(getattr(self, f.name) for f in fields(self)))
+
+    def __getstate__(self) -> dict:
+        """The fields only: a hash of strings is salted per process, so none is pickled."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @cached_property
     def _moe_model(self) -> MoEModel:

@@ -103,6 +103,18 @@ def stage_memory(model: ModelSpec, plan: Plan, stage: str, assumptions: Assumpti
     return StageMemory(stage, params, weights, grads, optimizer, acts, buffers, cpu, step_grads)
 
 
+def states_floor(model: ModelSpec, plan: Plan, stage: str, assumptions: Assumptions) -> float:
+    """A lower bound of ``stage_memory(...).total`` from the model states alone (weights, gradients,
+    optimizer states and their share of the allowance; activations and the fp32 step copy are
+    >= 0): a plan whose floor exceeds the GPU cannot fit, whatever its micro-batching, recompute
+    or schedule, so the search drops it before pricing its activations."""
+    _, weights, grads, optimizer, _, _ = _stage_states(
+        model, plan.tp, plan.pp, stage, plan.ep, plan.dp * plan.cp, plan.edp, plan.zero, plan.precision,
+        plan.optimizer, plan.zero3_impl, plan.offload)
+    held = weights + grads + optimizer
+    return assumptions.runtime_bytes + held + assumptions.fragmentation * held
+
+
 @lru_cache(maxsize=4096)
 def _stage_states(model: ModelSpec, tp: int, pp: int, stage: str, ep: int, dp: int, edp: int, zero: int,
                   precision: str, optimizer_name: str, zero3_impl: str,
