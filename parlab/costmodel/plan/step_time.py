@@ -7,10 +7,11 @@ with cp or ep > 1 the context-parallel attention traffic and the MoE all-to-alls
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from parlab.costmodel.plan.comm_5d import cp_micro_batch_time, ep_micro_batch_time
 from parlab.costmodel.plan.spec import Plan
-from parlab.costmodel.pricing.collectives import group_link, ring_time
+from parlab.costmodel.pricing.collectives import GroupLink, group_link, ring_time
 from parlab.costmodel.pricing.layer_flops import layer_forward_flops, logit_forward_flops
 from parlab.costmodel.pricing.memory import (
     attention_score_bytes,
@@ -22,7 +23,7 @@ from parlab.costmodel.pricing.tensor_parallel.megatron import tp_layer_collectiv
 from parlab.costmodel.specs.assumptions import Assumptions
 from parlab.costmodel.specs.cluster import Cluster
 from parlab.costmodel.specs.models import ModelSpec
-from parlab.layout import group_span
+from parlab.layout import GroupSpan, group_span
 from parlab.tables import plural
 
 
@@ -147,20 +148,15 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     f["t_el_mb"] = f["traffic_mb"] / (cluster.gpu.hbm_bytes_per_s * a.hbm_efficiency)
 
     # tensor parallel: 2 all-reduces in the forward, 2 in the backward, 2 more when recomputing
-    dims = ("tp", "dp-cp", "pp") + (("cp",) if cp > 1 else ()) + (("ep", "edp") if ep > 1 else ())
-    spans = {d: group_span(d, t, plan.dp, p, cluster.gpus_per_node, cp, ep) for d in dims}
-    spans["dp"] = spans.pop("dp-cp")  # the dense gradients' group: dp x cp ranks (dp with cp = 1)
-    links = {d: group_link(cluster, spans[d]) for d in spans}
+    spans, links = (dict(x) for x in _layout_links(cluster, t, plan.dp, p, cp, ep))
     f["where"] = {d: links[d].where if spans[d].size > 1 else "-" for d in links}
     f["bw"] = {d: links[d].bandwidth for d in links}
 
     bpe = 4 if plan.dtype == "fp32" else 2
     s_cp = s // cp  # the tokens of one CP rank
     f["msg"] = bpe * s_cp * b * h
-    colls = tp_layer_collectives(b, s_cp, h, t, plan.sequence_parallel, plan.recompute)
-    per_layer = sum(c.count * links["tp"].time(c.op, c.elements * bpe, t) for c in colls)
-    # one "collective" below is one all-reduce, or with SP one all-gather + reduce-scatter pair
-    f["n_tp"] = L * sum(c.count for c in colls if c.op != "reduce_scatter")
+    per_layer, n_tp = _tp_layer(b, s_cp, h, t, plan.sequence_parallel, plan.recompute, links["tp"], bpe)
+    f["n_tp"] = L * n_tp
     f["t_tp_one"] = L * per_layer / f["n_tp"] if f["n_tp"] else 0.0
     f["t_tp_mb"] = L * per_layer * (1 - a.tp_overlap)
 
@@ -252,6 +248,29 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
             offload += m * 2 * shard * prec.weight / cluster.host.achievable  # the 2 gathers' fetches
     return StepTime(m * f["t_mm_mb"], m * f["t_el_mb"], m * f["t_tp_mb"], m * f["t_pp_mb"],
                     (p - 1) / v * per_mb, exposed, opt, offload, f, m * f["t_cp_mb"], m * f["t_ep_mb"])
+
+
+@lru_cache(maxsize=1024)
+def _layout_links(cluster: Cluster, t: int, dp: int, p: int, cp: int, ep: int
+                  ) -> tuple[tuple[tuple[str, GroupSpan], ...], tuple[tuple[str, GroupLink], ...]]:
+    """(spans, links) of a layout's groups (tp, dp x cp, pp, and cp, ep, edp where > 1), each as
+    (name, value) pairs: ``layout.group_span`` placed on ``collectives.group_link``. Memoised: a
+    search prices many plans per layout."""
+    dims = ("tp", "dp-cp", "pp") + (("cp",) if cp > 1 else ()) + (("ep", "edp") if ep > 1 else ())
+    spans = {d: group_span(d, t, dp, p, cluster.gpus_per_node, cp, ep) for d in dims}
+    spans["dp"] = spans.pop("dp-cp")  # the dense gradients' group: dp x cp ranks (dp with cp = 1)
+    return tuple(spans.items()), tuple((d, group_link(cluster, spans[d])) for d in spans)
+
+
+@lru_cache(maxsize=4096)
+def _tp_layer(b: int, s: int, h: int, t: int, sp: bool, recompute: str, link: GroupLink,
+              bpe: int) -> tuple[float, int]:
+    """(seconds, collectives) of one layer's TP communication for one micro-batch
+    (``tensor_parallel.tp_layer_collectives`` on the TP group's link); one "collective" is one
+    all-reduce, or with SP one all-gather + reduce-scatter pair. Memoised per layout."""
+    colls = tp_layer_collectives(b, s, h, t, sp, recompute)
+    per_layer = sum(c.count * link.time(c.op, c.elements * bpe, t) for c in colls)
+    return per_layer, sum(c.count for c in colls if c.op != "reduce_scatter")
 
 
 def stage_layer_flops(model: ModelSpec, plan: Plan, stage: str, padded: bool = True) -> float:
