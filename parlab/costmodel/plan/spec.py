@@ -125,13 +125,11 @@ class Plan:
             raise ValueError(f"dtype {spelled!r} means fp32 gradients; fp32_grads=False contradicts it")
         _set(self, "dtype", compute)
         _set(self, "fp32_grads", fp32_grads if self.fp32_grads is None else bool(self.fp32_grads))
-        _set(self, "zero3_impl", canonical("zero3_impl", self.zero3_impl, ZERO3_IMPLS))
-        if self.cp_impl not in CP_IMPLS:
-            _set(self, "cp_impl", canonical("cp_impl", self.cp_impl, CP_IMPLS))
-        _set(self, "schedule", canonical("schedule", self.schedule, SCHEDULES))
-        _set(self, "recompute", canonical("recompute", self.recompute, RECOMPUTE))
-        _set(self, "offload", canonical("offload", self.offload, OFFLOADS))
-        _set(self, "optimizer", canonical("optimizer", self.optimizer, TRAINING_OPTIMIZERS))
+        for field, names in (("zero3_impl", ZERO3_IMPLS), ("cp_impl", CP_IMPLS), ("schedule", SCHEDULES),
+                             ("recompute", RECOMPUTE), ("offload", OFFLOADS), ("optimizer", TRAINING_OPTIMIZERS)):
+            value = getattr(self, field)
+            if type(value) is not str or value not in names:  # (a canonical name is kept as is: search is fast)
+                _set(self, field, canonical(field, value, names))
         _set(self, "sequence_parallel", bool(self.sequence_parallel))
         per_step = self.dp * self.micro_batch
         if self.global_batch is not None and self.global_batch % per_step:
