@@ -104,6 +104,8 @@ def test_ep_prices_expert_parallels_all_to_alls_for_the_ranks_tokens():
     (LLAMA_32K.with_(seq_len=1000), Plan(dp=8, cp=8), r"seq_len % 2\*cp == 0 .*16 equal chunks.*seq_len=1000, cp=8"),
     (LLAMA_32K, Plan(dp=1, tp=8, cp=8, cp_impl="ulysses"), r"n_head % cp == 0 .*n_head=4, cp=8 .*tp=8 TP ranks: 32 / 8"),
     (MIXTRAL, Plan(dp=4, tp=2, cp=8, cp_impl="ulysses"), r"n_kv_head % cp == 0 .*n_kv_head=4, cp=8"),
+    (MIXTRAL, Plan(dp=2, tp=16, cp=2, ep=2, sequence_parallel=True),  # was a raw "n_kv_head ... got 0"
+     r"tp must divide the K/V heads with cp > 1: 8 K/V heads are not divisible by tp=16"),
     (MIXTRAL.with_(moe=MoESpec(6, 2, 14336)), Plan(dp=64, ep=4),
      r"6 experts are not divisible by ep=4"),
     (LLAMA_32K, Plan(dp=64, ep=2), r"ep=2 splits experts, and llama-7b is a dense model"),

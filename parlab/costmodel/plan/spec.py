@@ -127,15 +127,13 @@ class Plan:
         if compute == "fp8" or self.fp8_recipe is not None:
             _set(self, "fp8_recipe", fp8_recipe_of(compute, self.fp8_recipe))
         _set(self, "fp32_grads", fp32_grads if self.fp32_grads is None else bool(self.fp32_grads))
-        _set(self, "zero3_impl", canonical("zero3_impl", self.zero3_impl, ZERO3_IMPLS))
-        if self.cp_impl not in CP_IMPLS:
-            _set(self, "cp_impl", canonical("cp_impl", self.cp_impl, CP_IMPLS))
-        _set(self, "schedule", canonical("schedule", self.schedule, SCHEDULES))
-        _set(self, "recompute", canonical("recompute", self.recompute, PLAN_RECOMPUTE))
+        for field, names in (("zero3_impl", ZERO3_IMPLS), ("cp_impl", CP_IMPLS), ("schedule", SCHEDULES),
+                             ("recompute", PLAN_RECOMPUTE), ("offload", OFFLOADS), ("optimizer", TRAINING_OPTIMIZERS)):
+            value = getattr(self, field)
+            if type(value) is not str or value not in names:  # (a canonical name is kept as is: search is fast)
+                _set(self, field, canonical(field, value, names))
         if self.recompute_modules != () or self.recompute == "modules":
             _set(self, "recompute_modules", recompute_modules(self.recompute_modules))
-        _set(self, "offload", canonical("offload", self.offload, OFFLOADS))
-        _set(self, "optimizer", canonical("optimizer", self.optimizer, TRAINING_OPTIMIZERS))
         _set(self, "sequence_parallel", bool(self.sequence_parallel))
         per_step = self.dp * self.micro_batch
         if self.global_batch is not None and self.global_batch % per_step:
@@ -293,20 +291,22 @@ def check_plan(model: ModelSpec, cluster: Cluster, plan: Plan) -> None:
 
 def check_cp_ep(model: ModelSpec, plan: Plan) -> None:
     """The model rules of context and expert parallelism, each a ValueError naming the value and
-    the rule: the load-balanced ring (and all-gather attention) cuts the sequence into 2 cp chunks (rank i holds chunks i and
-    2cp-1-i: Megatron-Core's CP, Llama 3, Dubey et al. 2024, Sec. 3.3.2); Ulysses gives each CP
+    the rule: the load-balanced ring (and all-gather attention) cuts the sequence into 2 cp chunks
+    (rank i holds chunks i and 2cp-1-i: Megatron-Core's CP, Llama 3, Dubey et al. 2024, Sec.
+    3.3.2); with cp > 1 tp divides the K/V heads (each implementation passes the K/V of a TP
+    rank's kv / t heads); Ulysses gives each CP
     rank whole heads of its TP shard (Jacobs et al. 2023, Sec. 3.1: heads % cp); ep needs experts
     and divides their number (each EP rank holds E / ep whole experts); ZeRO-3 of an MoE model is
     not modelled (Megatron-Core shards MoE optimizers ZeRO-1 style)."""
     from parlab.costmodel.pricing.context_parallel import check_ring, check_ulysses
 
     cp, t = plan.cp, plan.tp
+    kv = model.kv_heads or model.heads
+    if cp > 1 and kv % t:  # ring: K/V blocks, all-gather: K/V, Ulysses: heads, all of a TP rank's kv / t heads
+        raise ValueError(f"tp must divide the K/V heads with cp > 1: {kv} K/V heads are not divisible by tp={t}")
     if cp > 1 and plan.cp_impl in ("ring", "all-gather"):
         check_ring(model.seq_len, cp, who=f"{plan.cp_impl} attention")
     if cp > 1 and plan.cp_impl == "ulysses":
-        kv = model.kv_heads or model.heads
-        if kv % t:
-            raise ValueError(f"tp must divide the K/V heads: {kv} K/V heads are not divisible by tp={t}")
         try:
             check_ulysses(model.heads // t, cp, kv // t)
         except ValueError as err:
