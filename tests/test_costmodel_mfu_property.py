@@ -23,7 +23,8 @@ GPUS = (8, 32, 128, 1024)
 @st.composite
 def priced(draw):
     """(model, plan) or None: a preset, with a random capacity factor in (0, 4] for an MoE one,
-    and a random plan on 8 to 1,024 GPUs (None where a plan or model rule refuses it)."""
+    and a random plan on 8 to 1,024 GPUs, FP8, module-level recompute, all-gather CP and uneven
+    pipeline splits included (None where a plan or model rule refuses it)."""
     moe = sorted(n for n, m in MODELS.items() if m.moe is not None)
     model = get_model(draw(st.sampled_from(moe if draw(st.booleans()) else sorted(MODELS))))  # MoE half the time
     if model.moe is not None and draw(st.booleans()):
@@ -39,10 +40,15 @@ def priced(draw):
         return draw(st.sampled_from(values))
 
     fields = {"zero": pick([0, 1] if pp > 1 else [0, 1, 2]), "micro_batch": pick([1, 2, 4]),
-              "micro_batches": pick([1, 4, 16]) * pp, "recompute": pick(["none", "selective", "full"]),
+              "micro_batches": pick([1, 4, 16]) * pp, "recompute": pick(["none", "selective", "full", "modules"]),
               "schedule": pick(["1f1b", "gpipe"]), "sequence_parallel": tp > 1 and (ep > 1 or pick([False, True])),
-              "offload": pick(["none", "optimizer"]), "dtype": pick(["bf16", "fp16", "fp32"]),
-              "cp_impl": pick(["ring", "ulysses"])}
+              "offload": pick(["none", "optimizer"]), "dtype": pick(["bf16", "fp16", "fp32", "fp8"]),
+              "cp_impl": pick(["ring", "ulysses", "all-gather"])}
+    if fields["recompute"] == "modules":  # Megatron-Core's recompute_modules
+        fields["recompute_modules"] = pick([("core_attn",), ("mlp",), ("moe",), ("layernorm", "mlp")])
+    if pp > 1:  # main's uneven split: the first or last stage's layers, or the embedding / loss as a layer
+        fields.update(pick([{}, {"first_stage_layers": 1}, {"last_stage_layers": 1}, {"embedding_as_layer": True},
+                            {"loss_as_layer": True}]))
     try:
         plan = Plan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, **fields)
         check_plan(model, make_cluster("dgx-h100", n), plan)
