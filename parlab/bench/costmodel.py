@@ -6,7 +6,8 @@ import argparse
 
 from parlab.cli import options
 
-HELP = "time estimate() and search() (target: estimate << 1 ms, search over 1024 GPUs << 1 s)"
+HELP = ("time estimate() and search() of a dense and an MoE model (target: estimate << 1 ms, search over "
+        "1024 GPUs < 1 s)")
 TP, PP = 8, 8  # the timed plan: GPT-3's Megatron layout, dp = gpus / 64
 
 
@@ -17,6 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"GPU count for the search, a multiple of {TP * PP} (default 1024)")
     parser.add_argument("--global-batch", type=options.positive_int, default=1536,
                         help="sequences per step (default 1536)")
+    parser.add_argument("--moe-model", type=options.model, default="deepseek-v3",
+                        help="MoE model whose search is timed too, on the same GPUs and batch (default deepseek-v3)")
     parser.add_argument("--repeat", type=options.positive_int, default=2000,
                         help="estimate() calls to average (default 2000)")
 
@@ -52,10 +55,15 @@ def run(args: argparse.Namespace) -> int:
     result = search(model, cluster, args.global_batch)
     best = result.best()
     per_search = _best_of(lambda: search(model, cluster, args.global_batch))
+    moe = search(args.moe_model, cluster, args.global_batch)  # ep x dp x tp x pp: many more plans per GPU count
+    per_moe = _best_of(lambda: search(args.moe_model, cluster, args.global_batch))
     rows = [["estimate() one plan", human_seconds(per_estimate), "well under 1 ms"],
             [f"search() {plural(args.gpus, 'GPU')}, {plural(result.tried, 'plan')}", human_seconds(per_search),
              "well under 1 s"],
-            ["  per plan tried", human_seconds(per_search / max(1, result.tried)), ""]]
+            ["  per plan tried", human_seconds(per_search / max(1, result.tried)), ""],
+            [f"search() MoE {args.moe_model.name}, {plural(moe.tried, 'plan')}", human_seconds(per_moe),
+             "under 1 s"],
+            ["  per plan tried", human_seconds(per_moe / max(1, moe.tried)), ""]]
     print(f"{model.name} on {cluster.describe()}, global batch {args.global_batch} (best of 3 runs)\n")
     print(table(rows, ["what", "time", "target"], "lrl"))
     print(f"\nbest plan: {best.plan.describe()} ({human_seconds(best.step_time)} per step)")

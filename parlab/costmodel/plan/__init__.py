@@ -7,6 +7,8 @@ term by term (``step_time``, ``comm_5d``), ``estimate`` (both, explained) and DD
     memory/          one GPU's memory: model states under TP/PP/ZeRO, a stage's activations
     comm_5d.py       the CP and EP traffic of one micro-batch
     step_time.py     seconds of one step, by term
+    layout_comm.py   a layout's group links and one layer's TP time (memoised, for step_time)
+    memo.py          plan_memo: bounded memos keyed on the whole model and plan
     fp8.py           an FP8 plan's matmul time and FP8 all-gather
     estimate.py      Estimate: memory and time together, explain()
     validated_range.py  whether an estimate lies inside the range the published runs cover

@@ -18,6 +18,8 @@ gather again and a reduce-scatter of dK, dV; all exposed, as TransformerEngine r
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from parlab.costmodel.plan.spec import Plan
 from parlab.costmodel.pricing.attention_terms import kv_heads_per_rank
 from parlab.costmodel.pricing.collectives import GroupLink
@@ -31,6 +33,7 @@ from parlab.costmodel.pricing.context_parallel import (
 )
 from parlab.costmodel.specs.assumptions import Assumptions
 from parlab.costmodel.specs.models import ModelSpec
+from parlab.costmodel.specs.moe import MoESpec
 
 
 def cp_widths(model: ModelSpec, tp: int) -> tuple[int, int, int]:
@@ -102,18 +105,27 @@ def ep_micro_batch_time(model: ModelSpec, plan: Plan, moe_layers: int, link: Gro
     if plan.ep == 1 or model.moe is None or not moe_layers:
         facts["ep_bytes_layer"] = 0.0
         return 0.0
+    bpe = 4 if plan.dtype == "fp32" else 2
+    tokens = max(1, plan.micro_batch * model.seq_len // (plan.cp * plan.tp))
+    # recomputing the MoE module (Megatron-Core recompute_modules "moe") dispatches and combines again
+    recompute = ("full" if "moe" in plan.recompute_modules else "none") if plan.recompute == "modules" else plan.recompute
+    facts["ep_tokens"] = tokens
+    facts["ep_bytes_layer"], facts["t_ep_layer"] = _ep_layer(tokens, model.hidden, model.moe, plan.ep, bpe,
+                                                             recompute, link)
+    return moe_layers * facts["t_ep_layer"]
+
+
+@lru_cache(maxsize=4096)
+def _ep_layer(tokens: int, hidden: int, moe: MoESpec, ep: int, bpe: int, recompute: str,
+              link: GroupLink) -> tuple[float, float]:
+    """(bytes sent, seconds) of one MoE layer's all-to-alls for one micro-batch (memoised: the
+    same few per layout and micro-batch size in a search). Pure in its arguments, all of them
+    the key: it reads no plan or model, only what ``ep_micro_batch_time`` derives from them."""
     from parlab.costmodel.pricing.expert_parallel.layer import (
         all_to_all_bytes_per_layer,
         ep_layer_collectives,
     )
 
-    bpe = 4 if plan.dtype == "fp32" else 2
-    tokens = max(1, plan.micro_batch * model.seq_len // (plan.cp * plan.tp))
-    # recomputing the MoE module (Megatron-Core recompute_modules "moe") dispatches and combines again
-    recompute = ("full" if "moe" in plan.recompute_modules else "none") if plan.recompute == "modules" else plan.recompute
-    colls = ep_layer_collectives(tokens, model.hidden, model.moe, plan.ep, recompute)
-    facts["ep_tokens"] = tokens
-    facts["ep_bytes_layer"] = all_to_all_bytes_per_layer(tokens, model.hidden, model.moe, plan.ep, bpe, recompute)
-    per_layer = sum(c.count * link.time("all_to_all", c.elements * bpe, c.ranks) for c in colls)
-    facts["t_ep_layer"] = per_layer
-    return moe_layers * per_layer
+    colls = ep_layer_collectives(tokens, hidden, moe, ep, recompute)
+    sent = all_to_all_bytes_per_layer(tokens, hidden, moe, ep, bpe, recompute)
+    return sent, sum(c.count * link.time("all_to_all", c.elements * bpe, c.ranks) for c in colls)

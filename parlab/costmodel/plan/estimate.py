@@ -129,7 +129,11 @@ class Estimate:
 
     @property
     def mfu(self) -> float:
-        """Model FLOPs utilisation: model FLOP/s per GPU / peak (Chowdhery et al. 2022, App. B)."""
+        """Model FLOPs utilisation: model FLOP/s per GPU / peak (Chowdhery et al. 2022, App. B).
+
+        PaLM's convention: the model FLOPs leave out recomputation, and for an MoE model the
+        padded capacity slots and the tokens a capacity factor c < 1 drops (``step_flops``);
+        what the GPUs execute is ``hardware_tflops_per_gpu`` (HFU)."""
         return self.model_tflops_per_gpu * 1e12 / self.time.facts["peak"]
 
     @property

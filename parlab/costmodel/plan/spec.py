@@ -127,15 +127,13 @@ class Plan:
         if compute == "fp8" or self.fp8_recipe is not None:
             _set(self, "fp8_recipe", fp8_recipe_of(compute, self.fp8_recipe))
         _set(self, "fp32_grads", fp32_grads if self.fp32_grads is None else bool(self.fp32_grads))
-        _set(self, "zero3_impl", canonical("zero3_impl", self.zero3_impl, ZERO3_IMPLS))
-        if self.cp_impl not in CP_IMPLS:
-            _set(self, "cp_impl", canonical("cp_impl", self.cp_impl, CP_IMPLS))
-        _set(self, "schedule", canonical("schedule", self.schedule, SCHEDULES))
-        _set(self, "recompute", canonical("recompute", self.recompute, PLAN_RECOMPUTE))
+        for field, names in (("zero3_impl", ZERO3_IMPLS), ("cp_impl", CP_IMPLS), ("schedule", SCHEDULES),
+                             ("recompute", PLAN_RECOMPUTE), ("offload", OFFLOADS), ("optimizer", TRAINING_OPTIMIZERS)):
+            value = getattr(self, field)
+            if type(value) is not str or value not in names:  # (a canonical name is kept as is: search is fast)
+                _set(self, field, canonical(field, value, names))
         if self.recompute_modules != () or self.recompute == "modules":
             _set(self, "recompute_modules", recompute_modules(self.recompute_modules))
-        _set(self, "offload", canonical("offload", self.offload, OFFLOADS))
-        _set(self, "optimizer", canonical("optimizer", self.optimizer, TRAINING_OPTIMIZERS))
         _set(self, "sequence_parallel", bool(self.sequence_parallel))
         per_step = self.dp * self.micro_batch
         if self.global_batch is not None and self.global_batch % per_step:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from parlab.costmodel.plan.memory.activations import _layer_kinds
 from parlab.costmodel.plan.spec import Plan
 from parlab.costmodel.pricing.layer_flops import layer_forward_flops, logit_forward_flops
-from parlab.costmodel.pricing.memory import activation_bytes_per_layer
+from parlab.costmodel.pricing.memory import layer_activation_bytes
 from parlab.costmodel.pricing.params import stage_layers
 from parlab.costmodel.pricing.pipeline_split import fullest_stage
 from parlab.costmodel.specs.models import ModelSpec
@@ -56,8 +56,8 @@ def mean_layer_activations(model: ModelSpec, plan: Plan, stage: str | int = "las
     """Activation bytes of the stage's mean layer without recompute (what elementwise
     kernels read and write), or with the plan's module-level recompute (``recompute='modules'``)."""
     kinds = _layer_kinds(model, plan, stage)
-    per = [(k, activation_bytes_per_layer(model, plan.micro_batch, plan.tp, plan.sequence_parallel, recompute,
-                                          cp=plan.cp, moe_layer=moe, modules=plan.recompute_modules))
+    per = [(k, layer_activation_bytes(model, plan.micro_batch, plan.tp, plan.sequence_parallel, recompute,
+                                      cp=plan.cp, moe_layer=moe, modules=plan.recompute_modules))
            for k, moe in kinds]
     if len(per) == 1:
         return per[0][1]

@@ -6,10 +6,11 @@ with cp or ep > 1 the context-parallel attention traffic and the MoE all-to-alls
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from parlab.costmodel.plan.comm_5d import cp_micro_batch_time, ep_micro_batch_time
 from parlab.costmodel.plan.fp8 import fp8_matmuls, zero3_fp8_gather_bytes
+from parlab.costmodel.plan.layout_comm import layout_links, tp_layer_time
 from parlab.costmodel.plan.memory.activations import _layer_kinds
 from parlab.costmodel.plan.spec import Plan
 from parlab.costmodel.plan.stage_work import (
@@ -19,23 +20,18 @@ from parlab.costmodel.plan.stage_work import (
     stage_layer_flops,
 )
 from parlab.costmodel.pricing.attention_terms import score_flops
-from parlab.costmodel.pricing.collectives import group_link, ring_time
+from parlab.costmodel.pricing.collectives import ring_time
 from parlab.costmodel.pricing.layer_flops import (
     layer_forward_flops,
     logit_forward_flops,
     recompute_module_flops,
 )
-from parlab.costmodel.pricing.memory import (
-    attention_score_bytes,
-    get_precision,
-)
+from parlab.costmodel.pricing.memory import attention_score_bytes, get_precision
 from parlab.costmodel.pricing.params import stage_params
 from parlab.costmodel.pricing.pipeline_split import bubble_stage_times, stage_loads
-from parlab.costmodel.pricing.tensor_parallel.megatron import tp_layer_collectives
 from parlab.costmodel.specs.assumptions import Assumptions
 from parlab.costmodel.specs.cluster import Cluster
 from parlab.costmodel.specs.models import ModelSpec
-from parlab.layout import group_span
 from parlab.tables import plural
 
 
@@ -174,26 +170,20 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     f["t_el_mb"] = f["traffic_mb"] / (cluster.gpu.hbm_bytes_per_s * a.hbm_efficiency)
 
     # tensor parallel: 2 all-reduces in the forward, 2 in the backward, 2 more when recomputing
-    dims = ("tp", "dp-cp", "pp") + (("cp",) if cp > 1 else ()) + (("ep", "edp") if ep > 1 else ())
-    spans = {d: group_span(d, t, plan.dp, p, cluster.gpus_per_node, cp, ep) for d in dims}
-    spans["dp"] = spans.pop("dp-cp")  # the dense gradients' group: dp x cp ranks (dp with cp = 1)
-    links = {d: group_link(cluster, spans[d]) for d in spans}
+    spans, links = layout_links(cluster, t, plan.dp, p, cp, ep)
     f["where"] = {d: links[d].where if spans[d].size > 1 else "-" for d in links}
     f["bw"] = {d: links[d].bandwidth for d in links}
 
     bpe = 4 if plan.dtype == "fp32" else 2
     s_cp = s // cp  # the tokens of one CP rank
     f["msg"] = bpe * s_cp * b * h
-    colls = tp_layer_collectives(b, s_cp, h, t, plan.sequence_parallel, "none" if modules else plan.recompute)
-    per_layer = sum(c.count * links["tp"].time(c.op, c.elements * bpe, t) for c in colls)
+    again = 0.0
     if {"mlp", "moe"} & set(modules):  # the MLP's forward collective again (Megatron: inside the checkpoint)
-        again = [(k, moe) for k, moe in _layer_kinds(model, plan, pace)
-                 if ("mlp" in modules and moe is not True) or ("moe" in modules and moe is not False and model.moe)]
-        share = sum(k for k, _ in again) / L
-        colls += tuple(replace(c, count=c.count * share / 2) for c in colls if c.phase == "forward")
-        per_layer = sum(c.count * links["tp"].time(c.op, c.elements * bpe, t) for c in colls)
-    # one "collective" below is one all-reduce, or with SP one all-gather + reduce-scatter pair
-    f["n_tp"] = L * sum(c.count for c in colls if c.op != "reduce_scatter")
+        again = sum(k for k, moe in _layer_kinds(model, plan, pace)
+                    if ("mlp" in modules and moe is not True) or ("moe" in modules and moe is not False and model.moe)) / L
+    per_layer, n_tp = tp_layer_time(b, s_cp, h, t, plan.sequence_parallel, "none" if modules else plan.recompute,
+                                    links["tp"], bpe, again)
+    f["n_tp"] = L * n_tp
     f["t_tp_one"] = L * per_layer / f["n_tp"] if f["n_tp"] else 0.0
     f["t_tp_mb"] = L * per_layer * (1 - a.tp_overlap)
 

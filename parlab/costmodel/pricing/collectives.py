@@ -20,6 +20,7 @@ of the two, as NCCL's tuner does (src/graph/tuning.cc).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from parlab.costmodel.pricing import alphabeta
 from parlab.costmodel.pricing.alphabeta import bus_factor  # noqa: F401 - re-exported as parlab.costmodel.bus_factor
@@ -71,6 +72,9 @@ def collective_time(op: str, nbytes: float, n: int, bandwidth: float, latency: f
     raise ValueError(f"unknown algorithm {algorithm!r}; allowed: {', '.join(ALGORITHMS)}")
 
 
+_collective_time = lru_cache(maxsize=8192)(collective_time)
+
+
 @dataclass(frozen=True)
 class GroupLink:
     """The bandwidth (bytes/s, achievable, one direction) and latency a group's collectives get."""
@@ -80,7 +84,9 @@ class GroupLink:
     where: str
 
     def time(self, op: str, nbytes: float, n: int, algorithm: str = "auto") -> float:
-        return collective_time(op, nbytes, n, self.bandwidth, self.latency, algorithm)
+        """``collective_time`` on this link (memoised: a search prices the same few messages on the
+        same few links for thousands of plans)."""
+        return _collective_time(op, nbytes, n, self.bandwidth, self.latency, algorithm)
 
 
 def group_link(cluster: Cluster, span: GroupSpan) -> GroupLink:

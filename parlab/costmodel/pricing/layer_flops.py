@@ -76,7 +76,8 @@ def step_flops(model: ModelSpec, batch: int, recompute: str = "none",
     2022, Section 5), and FlashAttention's recomputation of the scores Q K^T in its backward pass,
     2bs^2h per layer (Dao et al. 2022, Sec. 3.1). For GPT shapes the model FLOPs equal Eq. 3's
     72 B s l h^2 (1 + s/6h + V/12lh). ``recompute='modules'`` repeats ``recompute_module_flops``
-    of ``modules`` in every layer.
+    of ``modules`` in every layer. An MoE model (``_moe_step_flops``): model FLOPs count the
+    expert work the capacity keeps, hardware FLOPs the padded capacity the GPUs run.
     """
     if recompute == "modules":
         model_flops, hardware = step_flops(model, batch, "none")
@@ -97,10 +98,13 @@ def step_flops(model: ModelSpec, batch: int, recompute: str = "none",
 
 
 def _moe_step_flops(model: ModelSpec, batch: int, recompute: str) -> tuple[float, float]:
-    """``step_flops`` of an MoE model: its layers' useful FLOPs (each token through its top-k and
-    shared experts: the active parameters, ``moe_layer.moe_model_layer_flops`` unpadded) x 3 for
-    the model FLOPs; the hardware FLOPs count the padded capacity of a capacity-bound layer and
-    what recomputation repeats, as for a dense model."""
+    """``step_flops`` of an MoE model: its layers' useful FLOPs x 3 for the model FLOPs (each
+    token through its shared experts and those of its top-k the capacity keeps:
+    ``moe_layer.moe_model_layer_flops`` unpadded, min(T k, E C) expert rows for the step's T
+    tokens; Switch Transformer, Fedus et al. 2022, Sec. 2.1: a dropped token skips the experts);
+    the hardware FLOPs count the padded E x C capacity of a capacity-bound layer and what
+    recomputation repeats, as for a dense model. So MFU never credits padding or dropped
+    tokens, and model FLOPs <= hardware FLOPs for any capacity factor."""
     assert model.moe is not None
     dense, moe = model.moe.dense_layers, model.layers - model.moe.dense_layers
     useful = dense * moe_model_layer_flops(model, batch, 1, 1, False) + moe * moe_model_layer_flops(

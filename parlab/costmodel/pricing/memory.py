@@ -4,6 +4,7 @@ and activations per transformer layer (Korthikanti et al. 2022, Table 2)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from parlab.costmodel.pricing.activation_terms import (
     RECOMPUTE_MODULES,
@@ -228,6 +229,14 @@ def activation_bytes_per_layer(model: ModelSpec, micro_batch: int = 1, tp: int =
     return out if cp == 1 else out / cp
 
 
+
+#: ``activation_bytes_per_layer`` memoised, for the plan floor (a search asks it the same few
+#: questions for thousands of plans): the cache is keyed on every argument the function takes
+#: (the whole frozen ``ModelSpec`` and a plan's checked, hashable fields), so no input it reads
+#: can be left out of the key; a caller passes hashable values (``modules`` as a tuple).
+layer_activation_bytes = lru_cache(maxsize=4096)(activation_bytes_per_layer)
+
+
 def bytes_per_param(dtype: str = "mixed", optimizer: str = "adam") -> float:
     """Bytes of model states per parameter (16 for mixed precision with Adam)."""
     return model_state_memory(1, dtype, optimizer).total
@@ -254,3 +263,4 @@ def activation_bytes(model: ModelSpec, micro_batch: int = 1, recompute: str = "n
     layers = model.layers * activation_bytes_per_layer(model, micro_batch, recompute=recompute)
     mask = s * b * h if model.dropout else 0
     return layers + 8 * s * b + mask + 4 * s * b * h * (1 + V / h)
+

@@ -9,6 +9,8 @@ The MoE counts themselves (experts' parameters, capacity, expert FLOPs) are
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from parlab.costmodel.pricing.attention_terms import (
     attention_param_split,
     projection_weights,
@@ -47,11 +49,13 @@ def layer_param_split(model: ModelSpec, tp: int = 1, ep: int = 1, moe_layer: boo
     return dense, expert_params_per_gpu(h, moe, 1, ep, etp=tp)
 
 
+@lru_cache(maxsize=1024)
 def stage_layer_kinds(model: ModelSpec, pp: int, stage: str | int,
                       layout: tuple[int, ...] | None = None) -> tuple[int, int]:
     """(dense layers, MoE layers) on the 'first', 'last' (or i-th) stage's layers (``layout``, a
     plan's split; ceil(l / pp) each without one): an MoE model's dense first layers (DeepSeek-V3:
-    3) sit on the first stage(s); a dense model's are all dense."""
+    3) sit on the first stage(s); a dense model's are all dense. Memoised on every argument (the
+    whole frozen model, the layout tuple): a search asks it for every plan of a few layouts."""
     if layout is None:
         L = stage_layers(model, pp)
         before = 0 if (stage == "first" or pp == 1) else model.layers - L
@@ -64,11 +68,14 @@ def stage_layer_kinds(model: ModelSpec, pp: int, stage: str | int,
     return dense, L - dense
 
 
+@lru_cache(maxsize=1024)
 def stage_param_split(model: ModelSpec, tp: int, pp: int, stage: str | int, ep: int = 1,
                       layout: tuple[int, ...] | None = None) -> tuple[float, float]:
     """(dense, routed-expert) parameters one GPU of the 'first' or 'last' stage holds before ZeRO:
     ``stage_params``'s ends (embeddings, output layer) and its layers' dense parts, and its MoE
-    layers' experts. For a dense model ``(stage_params(...), 0)``."""
+    layers' experts. For a dense model ``(stage_params(...), 0)``. Memoised (a pure function of a
+    frozen model and its arguments, the layout tuple included, all in the key): a search asks it
+    for every plan of the same few layouts."""
     if model.moe is None:
         return stage_params(model, tp, pp, stage, layout), 0.0
     ends = (stage_params(model, tp, pp, stage, layout)
@@ -85,7 +92,8 @@ def moe_model_layer_flops(model: ModelSpec, micro_batch: int = 1, tp: int = 1, c
     layer: 2 T (attention + dense MLP weights) / t + the scores. An MoE layer: 2 T (attention +
     router + shared experts' weights) / t for the T = b s / cp tokens of the rank, the routed experts'
     ``expert_parallel.expert_forward_flops`` (over the padded E x C rows of a capacity-bound
-    layer, or the T k useful ones with ``padded=False``, what MFU counts) / t, and the attention
+    layer, or with ``padded=False`` the min(T k, E C) assignments the capacity keeps, what MFU
+    counts) / t, and the attention
     scores 4 b s^2 h / (t cp) (each CP rank's s / cp queries against all s keys; Narayanan et al.
     2021, Sec. 5.1; ``attention_terms.score_flops``: width a d, bounded by a window). The attention's
     projections are its matmul weights (``attention_terms.projection_weights``: biases, norms and

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from parlab.costmodel.plan.estimate import Estimate, _check_inputs, most_loaded_stage
+from parlab.costmodel.plan.memory.stage import states_floor
 from parlab.costmodel.plan.spec import (
     CP_IMPLS,
     OFFLOADS,
@@ -253,6 +254,11 @@ def _suits(model: ModelSpec, tp: int, pp: int) -> bool:
                 or not kv_splits(model, tp))
 
 
+def stages(plan: Plan) -> tuple[str, ...]:
+    """The pipeline stages whose GPU may be the most loaded (``most_loaded_stage``)."""
+    return ("first",) if plan.pp == 1 else ("first", "last")
+
+
 def _why_none(model: ModelSpec, n_gpus: int, global_batch: int, micro_batches: list[int]) -> str:
     """Why no plan was generated: no layout suits the model, or the batch does not split."""
     layouts = [(dp, tp, pp) for dp, tp, pp in factorizations(n_gpus) if _suits(model, tp, pp)]
@@ -282,6 +288,7 @@ def search(model: str | ModelSpec, cluster: Cluster, global_batch: int, *, top: 
         positive("top", top, integer=True)
     choices = check_choices(**choices)
     capacity = cluster.gpu.memory_bytes
+    floor_cap = capacity * (1 + 1e-9)  # a floor within rounding of the capacity is priced in full
     tried = valid = 0
     first_error = ""
     fitting: list[Estimate] = []
@@ -293,6 +300,8 @@ def search(model: str | ModelSpec, cluster: Cluster, global_batch: int, *, top: 
             first_error = first_error or str(err)
             continue
         valid += 1
+        if any(states_floor(model, plan, s, assumptions) > floor_cap for s in stages(plan)):
+            continue  # cannot fit (its model states alone are too big): not worth pricing its activations
         stage = most_loaded_stage(model, plan, assumptions)  # memory first: most plans stop here
         if stage.total <= capacity:
             fitting.append(Estimate(model, cluster, plan, assumptions, stage,

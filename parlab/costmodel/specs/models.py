@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from parlab.costmodel.specs._check import boolean, non_negative, positive, text
@@ -143,11 +144,30 @@ class ModelSpec:
 
     def moe_model(self) -> MoEModel:
         """This spec as an ``expert_parallel.MoEModel`` (its dense base, its experts), whose
-        counts of total and active parameters this spec reports."""
-        from parlab.costmodel.specs.moe import MoEModel
-
+        counts of total and active parameters this spec reports. Built once per spec (the spec is
+        frozen): the search prices thousands of plans of one model."""
         if self.moe is None:
             raise ValueError(f"{self.name} is a dense model (ModelSpec.moe is None)")
+        return self._moe_model
+
+    def __hash__(self) -> int:
+        """The dataclass's hash of every field, computed once: the cost model memoises its pure
+        functions by spec, so a search hashes one spec hundreds of thousands of times."""
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash(tuple(getattr(self, f.name) for f in fields(self)))
+
+    def __getstate__(self) -> dict:
+        """The fields only: a hash of strings is salted per process, so none is pickled."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @cached_property
+    def _moe_model(self) -> MoEModel:
+        from parlab.costmodel.specs.moe import MoEModel
+
+        assert self.moe is not None
         base = replace(self, moe=None, kv_heads=0, attention_params=0)
         return MoEModel(self.name, base, self.moe, self.kv_heads, self.attention_params, self.source)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from parlab.costmodel.plan.spec import Plan
-from parlab.costmodel.pricing.memory import activation_bytes_per_layer
+from parlab.costmodel.pricing.memory import layer_activation_bytes
 from parlab.costmodel.pricing.params import stage_layers
 from parlab.costmodel.pricing.pipeline_split import stage_index
 from parlab.costmodel.specs.models import ModelSpec
@@ -71,8 +71,8 @@ def stage_activations(model: ModelSpec, plan: Plan, stage: str | int) -> StageAc
     n = in_flight_microbatches(plan, stage)
     i, L = stage_index(stage, plan.pp), stage_layers(model, plan.pp, plan.layout(model), stage)
     kinds = _layer_kinds(model, plan, stage)  # (layers, moe_layer) pairs: dense first layers of an MoE model
-    by_kind = [(k, activation_bytes_per_layer(model, b, t, plan.sequence_parallel, plan.recompute, cp=plan.cp,
-                                              moe_layer=moe, modules=plan.recompute_modules)) for k, moe in kinds]
+    by_kind = [(k, layer_activation_bytes(model, b, t, plan.sequence_parallel, plan.recompute, cp=plan.cp,
+                                          moe_layer=moe, modules=plan.recompute_modules)) for k, moe in kinds]
     if len(by_kind) == 1:
         per_layer = by_kind[0][1]
         layers = n * L * per_layer
@@ -86,8 +86,8 @@ def stage_activations(model: ModelSpec, plan: Plan, stage: str | int) -> StageAc
         ends += 4 * s * b * (h / t_sp + V / t)
     working = 0.0
     if plan.recompute == "full":
-        working = max(activation_bytes_per_layer(model, b, t, plan.sequence_parallel, "none", cp=plan.cp,
-                                                 moe_layer=moe) for k, moe in kinds if k)
+        working = max(layer_activation_bytes(model, b, t, plan.sequence_parallel, "none", cp=plan.cp,
+                                             moe_layer=moe) for k, moe in kinds if k)
     return StageActivations(per_layer, n, layers, ends, working)
 
 

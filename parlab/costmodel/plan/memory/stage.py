@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from parlab.costmodel.plan.memo import plan_memo
 from parlab.costmodel.plan.memory.activations import StageActivations, stage_activations
 from parlab.costmodel.plan.memory.zero import zero3_gathered_params, zero_model_states
 from parlab.costmodel.plan.spec import Plan
@@ -96,36 +97,7 @@ def stage_memory(model: ModelSpec, plan: Plan, stage: str | int, assumptions: As
     the "dp-cp" group). An MoE model's routed experts (``moe_layer.stage_param_split``: E / ep per
     GPU) are sharded over their own expert-data-parallel group, dp x cp / ep ranks.
     """
-    layout = plan.layout(model)
-    if model.moe is None:
-        dense, experts = stage_params(model, plan.tp, plan.pp, stage, layout), 0.0
-    else:
-        from parlab.costmodel.pricing.moe_layer import stage_param_split
-
-        dense, experts = stage_param_split(model, plan.tp, plan.pp, stage, plan.ep, layout)
-    params = dense + experts
-    states = zero_model_states(dense, plan.dp * plan.cp, plan.zero, plan.precision, plan.optimizer)
-    if experts:
-        e = zero_model_states(experts, plan.edp, plan.zero, plan.precision, plan.optimizer)
-        states = ModelStateMemory(params, states.precision, states.optimizer, states.weights + e.weights,
-                                  states.grads + e.grads, states.master + e.master,
-                                  states.optimizer_states + e.optimizer_states)
-    weights, grads = states.weights, states.grads
-    optimizer = states.master + states.optimizer_states
-    sharded = plan.zero >= 1
-    shard = dense / (plan.dp * plan.cp if sharded else 1) + experts / (plan.edp if sharded else 1)
-    cpu = 0.0
-    if plan.zero == 3:  # what the implementation holds gathered in full (zero3_gathered_params)
-        weights += zero3_gathered_params(model, plan.tp, plan.zero3_impl) * get_precision(plan.precision).weight
-    fp8 = fp8_stage_weights(model, plan, stage, params) if plan.dtype == "fp8" else 0.0
-    weights += fp8
-    if plan.offload != "none":
-        cpu, optimizer = optimizer + 4.0 * shard, 0.0  # + the fp32 gradients of the shard
-        if plan.zero >= 2:
-            grads = 0.0
-    if plan.offload == "optimizer+params":
-        cpu += states.weights
-        weights -= states.weights
+    params, weights, grads, optimizer, shard, cpu, fp8 = _stage_states(model, plan, stage)
     acts = stage_activations(model, plan, stage)
     step_grads = fp32_gradient_copy(shard, plan)
     rest = weights + grads + optimizer + acts.total + max(0.0, step_grads - acts.total)
@@ -160,3 +132,63 @@ def most_loaded_stage(model: ModelSpec, plan: Plan, assumptions: Assumptions = D
         middle = stage_memory(model, plan, fullest, assumptions)
         best = middle if middle.total > best.total else best
     return best
+
+
+def states_floor(model: ModelSpec, plan: Plan, stage: str | int, assumptions: Assumptions) -> float:
+    """A lower bound of ``stage_memory(...).total`` from the model states alone (weights, FP8
+    copies, gradients, optimizer states and their share of the allowance; activations and the
+    fp32 step copy are >= 0): a plan whose floor exceeds the GPU cannot fit, whatever its
+    micro-batching, recompute or schedule, so the search drops it before pricing its activations."""
+    _, weights, grads, optimizer, _, _, _ = _stage_states(model, plan, stage)
+    held = weights + grads + optimizer
+    return assumptions.runtime_bytes + held + assumptions.fragmentation * held
+
+
+#: The Plan fields a stage's model states cannot depend on: how a step is cut into micro-batches
+#: (micro_batch, micro_batches, global_batch) and ordered (schedule; the layout's v is ``chunks``,
+#: which stays in the key), what is recomputed (recompute, recompute_modules), and what only
+#: activations and communication see (sequence_parallel, cp_impl). ``plan_memo`` refuses any read
+#: of them inside ``_stage_states``.
+_NOT_MODEL_STATES = ("micro_batch", "micro_batches", "global_batch", "schedule", "recompute", "recompute_modules",
+                     "sequence_parallel", "cp_impl")
+
+
+@plan_memo(maxsize=4096, ignore=_NOT_MODEL_STATES)
+def _stage_states(model: ModelSpec, plan: Plan, stage: str | int
+                  ) -> tuple[float, float, float, float, float, float, float]:
+    """(params, weights, grads, optimizer states, ZeRO shard, CPU bytes, FP8 weight copies) of
+    ``stage_memory``: the model states, which depend on the model, the layout (tp, pp, chunks, the
+    split's knobs), ep, dp x cp, ZeRO, precision, optimizer, offload and the FP8 recipe, never on
+    micro-batching, recompute or the schedule (``_NOT_MODEL_STATES``); memoised on the whole model
+    and every other plan field, as a search prices thousands of plans over the same few layouts."""
+    layout = plan.layout(model)
+    if model.moe is None:
+        dense, experts = stage_params(model, plan.tp, plan.pp, stage, layout), 0.0
+    else:
+        from parlab.costmodel.pricing.moe_layer import stage_param_split
+
+        dense, experts = stage_param_split(model, plan.tp, plan.pp, stage, plan.ep, layout)
+    params = dense + experts
+    states = zero_model_states(dense, plan.dp * plan.cp, plan.zero, plan.precision, plan.optimizer)
+    if experts:
+        e = zero_model_states(experts, plan.edp, plan.zero, plan.precision, plan.optimizer)
+        states = ModelStateMemory(params, states.precision, states.optimizer, states.weights + e.weights,
+                                  states.grads + e.grads, states.master + e.master,
+                                  states.optimizer_states + e.optimizer_states)
+    weights, grads = states.weights, states.grads
+    optimizer = states.master + states.optimizer_states
+    sharded = plan.zero >= 1
+    shard = dense / (plan.dp * plan.cp if sharded else 1) + experts / (plan.edp if sharded else 1)
+    cpu = 0.0
+    if plan.zero == 3:  # what the implementation holds gathered in full (zero3_gathered_params)
+        weights += zero3_gathered_params(model, plan.tp, plan.zero3_impl) * get_precision(plan.precision).weight
+    fp8 = fp8_stage_weights(model, plan, stage, params) if plan.dtype == "fp8" else 0.0
+    weights += fp8
+    if plan.offload != "none":
+        cpu, optimizer = optimizer + 4.0 * shard, 0.0  # + the fp32 gradients of the shard
+        if plan.zero >= 2:
+            grads = 0.0
+    if plan.offload == "optimizer+params":
+        cpu += states.weights
+        weights -= states.weights
+    return params, weights, grads, optimizer, shard, cpu, fp8

@@ -27,6 +27,7 @@ from parlab.costmodel.pricing.expert_parallel.layer import (
     expert_forward_flops,
     expert_memory_per_gpu,
     expert_params_per_gpu,
+    kept_assignments,
     max_violation,
 )
 from parlab.costmodel.pricing.expert_parallel.summary import moe_summary
@@ -36,6 +37,6 @@ from parlab.costmodel.specs.moe_presets import MOE_MODELS, get_moe_model, mla_pa
 __all__ = [
     "all_to_all_bytes_per_layer", "check_ep", "dispatch_rows", "ep_layer_collectives",
     "expert_capacity", "expert_forward_flops", "expert_memory_per_gpu", "expert_params_per_gpu",
-    "max_violation", "MOE_MODELS", "MoEModel", "get_moe_model", "mla_params", "moe_summary",
+    "kept_assignments", "max_violation", "MOE_MODELS", "MoEModel", "get_moe_model", "mla_params", "moe_summary",
     "MoESpec",
 ]

@@ -18,7 +18,7 @@ from parlab.costmodel.pricing import alphabeta
 from parlab.costmodel.pricing.layer_collective import Collective
 from parlab.costmodel.pricing.memory import RECOMPUTE, ModelStateMemory, model_state_memory
 from parlab.costmodel.specs._check import boolean, canonical, non_negative, positive
-from parlab.costmodel.specs.moe import MoESpec, dispatch_rows, expert_capacity
+from parlab.costmodel.specs.moe import MoESpec, dispatch_rows
 
 
 def ep_layer_collectives(tokens: int, hidden: int, moe: MoESpec, ep: int,
@@ -93,10 +93,23 @@ def max_violation(loads: Sequence[float]) -> float:
     return max(loads) / mean - 1
 
 
+def kept_assignments(tokens: int, moe: MoESpec) -> int:
+    """Token-expert assignments a layer computes for T tokens: min(T k, E C), the expected count
+    under uniform routing (each expert gets T k / E assignments and keeps at most its C slots).
+    A capacity-bound layer drops the rest, which skip the experts and pass on by the residual
+    (Switch Transformer, Fedus et al. 2022, Sec. 2.1 and Fig. 3; GShard, Lepikhin et al. 2020,
+    Sec. 2.2); with c >= 1 or dropless (c = 0) every one of the T k is kept."""
+    positive("tokens", tokens, integer=True)
+    return tokens * moe.top_k if moe.dropless else min(tokens * moe.top_k, dispatch_rows(tokens, moe))
+
+
 def expert_forward_flops(tokens: int, hidden: int, moe: MoESpec, padded: bool = True) -> float:
     """Forward FLOPs of one MoE layer's routed experts on T tokens: 2 (3 if gated else 2) h f_e
-    per row (one multiply-add per weight, Kaplan et al. 2020, Sec. 2.1), over the padded E C rows
-    (capacity-bound: c times the useful work) or the T k useful ones (``padded=False``)."""
+    per row (one multiply-add per weight, Kaplan et al. 2020, Sec. 2.1). ``padded``: the rows the
+    GPUs run, the padded E C buffer of a capacity-bound layer (c times the useful work), what
+    hardware FLOPs and the step time count; ``padded=False``: the useful rows only, the
+    ``kept_assignments`` min(T k, E C), what model FLOPs (MFU) count: neither the padding nor
+    the assignments the capacity drops (with c < 1 fewer than the T k of a dropless layer)."""
     boolean("padded", padded)
-    rows = moe.num_experts * expert_capacity(tokens, moe) if padded and not moe.dropless else tokens * moe.top_k
+    rows = dispatch_rows(tokens, moe) if padded and not moe.dropless else kept_assignments(tokens, moe)
     return 2.0 * rows * (3 if moe.gated else 2) * hidden * moe.expert_ffn
