@@ -8,7 +8,9 @@ ported onto main, from main at 0425eff without them (a scratch checkout): main's
 stages changed two of them legitimately. DeepSeek-V3's 61 layers on pp = 32 are now priced on
 their real stages of 1 or 2 layers, not ceil(61 / 32) = 2 each (1,230 plans fit, was 1,168; the
 fastest are now pp = 32), and Llama-13B's 40 layers get interleaved plans on pp = 8 (v = 2, 4:
-uneven splits; 2,388 tried, was 2,160; 1,551 fit, was 1,381; the same 3 fastest).
+uneven splits; 2,388 tried, was 2,160; 1,551 fit, was 1,381; the same 3 fastest). Then GQA was
+priced (main's commit before the speed-ups merged, without them): Mixtral's 8 K/V heads shrink its
+K/V activations (2,137 plans fit, was 2,120; the same 3 fastest plans, a little lighter and faster).
 Every ranked plan's numbers of the three searches were compared with main's there, all equal."""
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ from parlab.costmodel import candidate_plans, estimate, get_model, make_cluster,
 #: (model, GPU, GPUs, global batch): (tried, valid, fitting, the 3 fastest plans as
 #: (describe(), memory_total, step_time, mfu)), printed by main's search without the speed-ups
 BEFORE = {
-    ("mixtral-8x7b", "dgx-h100", 32, 256): (5415, 5415, 2120, [
-        ("dp=32 tp=1 pp=1 ep=8 ZeRO-2 mb=1 m=8 bf16", 79908890931.2, 4.968307897779767, 0.5530668293502223),
-        ("dp=16 tp=1 pp=2 ep=8 ZeRO-1 mb=1 m=16 interleaved(v=4) bf16", 85383517081.6, 5.056606326850253,
-         0.5434091797239682),
-        ("dp=32 tp=1 pp=1 ep=8 ZeRO-2 mb=1 m=8 recompute=selective bf16", 79890435993.6, 5.070052931240764,
-         0.5419679702610658),
+    ("mixtral-8x7b", "dgx-h100", 32, 256): (5415, 5415, 2137, [
+        ("dp=32 tp=1 pp=1 ep=8 ZeRO-2 mb=1 m=8 bf16", 78137216921.6, 4.939461102508125, 0.5562967779755289),
+        ("dp=16 tp=1 pp=2 ep=8 ZeRO-1 mb=1 m=16 interleaved(v=4) bf16", 83390383820.8, 5.028510750205477,
+         0.5464453459005615),
+        ("dp=32 tp=1 pp=1 ep=8 ZeRO-2 mb=1 m=8 recompute=selective bf16", 78118761984.0, 5.041206135969122,
+         0.5450692199739786),
     ]),
     ("deepseek-v3", "dgx-h100", 256, 256): (8433, 8433, 1230, [
         ("dp=1 tp=8 pp=32 ZeRO-0 mb=1 m=256 1f1b SP bf16", 40541975756.8, 2.676053421837573, 0.3733516702671481),
