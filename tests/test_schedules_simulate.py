@@ -203,7 +203,12 @@ def _cost_model(p: int, m: int, sched: str, v: int):
 
 
 def test_cost_model_bubble_term_equals_the_simulated_bubble():
+    # the simulator runs equal stages (f = b = w = 1 on every rank): the layouts whose 96 layers split
+    # evenly over p x v pieces; an uneven split's bubble is checked against the simulator with its
+    # own stage times in tests/test_costmodel_uneven.py
     for p, m, sched, v in GRID:
+        if 96 % (p * v):
+            continue
         _, tm = _cost_model(p, m, sched, v)
         tl = simulate(make_schedule(sched, p, m, v))  # f = b = w = 1: 3 per micro-batch
         # step_time: bubble = (p-1)/v x per-micro-batch time; bubble_frac = (p-1)/(v m)

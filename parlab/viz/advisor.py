@@ -104,8 +104,8 @@ def advice_figure(advice: Advice, verdict: Verdict, top: int = 6):
     """The fastest plan of each layout (``Advice.by_layout``), step time in seconds, green where the
     guide's rule for this setting allows the layout, grey where it does not; the advisor's pick on top."""
     plans = advice.by_layout()[:top]
-    fig = new_figure(6.4, 0.6 + 0.32 * len(plans), left=0.3, right=0.97, bottom=0.62 / (0.6 + 0.32 * len(plans)),
-                     top=0.97)
+    tall = 0.6 + 0.28 * len(plans)  # inches: the dashboard with its reasons fits 760 px at 1400x900
+    fig = new_figure(6.4, tall, left=0.3, right=0.97, bottom=0.62 / tall, top=0.97)
     ax = fig.add_subplot()
     ys = range(len(plans))
     colors = [AGREE if verdict.rule.accepts(e.plan) else OTHER for e in plans]
