@@ -31,6 +31,10 @@ from parlab.costmodel.pricing.context_parallel import (
     ring_overlap,
     ulysses_bytes,
 )
+from parlab.costmodel.pricing.expert_parallel.layer import (
+    all_to_all_bytes_per_layer,
+    ep_layer_collectives,
+)
 from parlab.costmodel.specs.assumptions import Assumptions
 from parlab.costmodel.specs.models import ModelSpec
 from parlab.costmodel.specs.moe import MoESpec
@@ -121,11 +125,6 @@ def _ep_layer(tokens: int, hidden: int, moe: MoESpec, ep: int, bpe: int, recompu
     """(bytes sent, seconds) of one MoE layer's all-to-alls for one micro-batch (memoised: the
     same few per layout and micro-batch size in a search). Pure in its arguments, all of them
     the key: it reads no plan or model, only what ``ep_micro_batch_time`` derives from them."""
-    from parlab.costmodel.pricing.expert_parallel.layer import (
-        all_to_all_bytes_per_layer,
-        ep_layer_collectives,
-    )
-
     colls = ep_layer_collectives(tokens, hidden, moe, ep, recompute)
     sent = all_to_all_bytes_per_layer(tokens, hidden, moe, ep, bpe, recompute)
     return sent, sum(c.count * link.time("all_to_all", c.elements * bpe, c.ranks) for c in colls)

@@ -12,7 +12,8 @@ from parlab.costmodel.plan.dtypes import (  # noqa: F401  (the dtype vocabulary,
     training_dtype,
 )
 from parlab.costmodel.pricing.activation_terms import check_recompute, recompute_modules
-from parlab.costmodel.pricing.attention_terms import check_kv_tp
+from parlab.costmodel.pricing.attention_terms import check_kv_tp, kv_heads_per_rank
+from parlab.costmodel.pricing.context_parallel import check_ring, check_ulysses
 from parlab.costmodel.pricing.memory import OPTIMIZERS, PLAN_RECOMPUTE
 from parlab.costmodel.pricing.pipeline_split import check_split_knobs, pipeline_layout
 from parlab.costmodel.specs._check import boolean, canonical, instance, non_negative, positive
@@ -298,9 +299,6 @@ def check_cp_ep(model: ModelSpec, plan: Plan) -> None:
     replicating K/V heads up to cp, which some implementations do, is not modelled); ep needs experts
     and divides their number (each EP rank holds E / ep whole experts); ZeRO-3 of an MoE model is
     not modelled (Megatron-Core shards MoE optimizers ZeRO-1 style)."""
-    from parlab.costmodel.pricing.attention_terms import kv_heads_per_rank
-    from parlab.costmodel.pricing.context_parallel import check_ring, check_ulysses
-
     cp, t = plan.cp, plan.tp
     if cp > 1 and plan.cp_impl in ("ring", "all-gather"):
         check_ring(model.seq_len, cp, who=f"{plan.cp_impl} attention")

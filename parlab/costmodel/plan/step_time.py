@@ -27,6 +27,7 @@ from parlab.costmodel.pricing.layer_flops import (
     recompute_module_flops,
 )
 from parlab.costmodel.pricing.memory import attention_score_bytes, get_precision
+from parlab.costmodel.pricing.moe_layer import stage_layer_kinds, stage_param_split
 from parlab.costmodel.pricing.params import stage_params
 from parlab.costmodel.pricing.pipeline_split import bubble_stage_times, stage_loads
 from parlab.costmodel.specs.assumptions import Assumptions
@@ -196,8 +197,6 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     f["t_cp_mb"] = cp_micro_batch_time(model, plan, L, links["cp"], f["peak"], a, f) if cp > 1 else 0.0
     f["t_ep_mb"] = 0.0
     if ep > 1:
-        from parlab.costmodel.pricing.moe_layer import stage_layer_kinds
-
         f["moe_layers"] = stage_layer_kinds(model, p, pace, layout)[1]
         f["t_ep_mb"] = ep_micro_batch_time(model, plan, f["moe_layers"], links["ep"], f)
     per_mb = f["t_mm_mb"] + f["t_el_mb"] + f["t_tp_mb"] + f["t_pp_mb"] + f["t_cp_mb"] + f["t_ep_mb"]
@@ -212,8 +211,6 @@ def step_time(model: ModelSpec, cluster: Cluster, plan: Plan, a: Assumptions) ->
     if model.moe is None:
         split = (max(stage_params(model, t, p, i, layout) for i in param_stages(layout)), 0.0)
     else:
-        from parlab.costmodel.pricing.moe_layer import stage_param_split
-
         split = max((stage_param_split(model, t, p, i, ep, layout) for i in param_stages(layout)), key=sum)
     P = sum(split)
     dp, zero, dl = plan.dp * cp, plan.zero, links["dp"]

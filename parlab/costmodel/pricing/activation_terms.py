@@ -4,7 +4,10 @@ that no recompute, selective, full and module-level recompute all read."""
 
 from __future__ import annotations
 
+from parlab.costmodel.pricing.attention_terms import kv_replicas
+from parlab.costmodel.specs._check import canonical
 from parlab.costmodel.specs.models import ModelSpec
+from parlab.costmodel.specs.moe import dispatch_rows
 
 #: Megatron-Core's ``recompute_modules`` (megatron/core/transformer/transformer_config.py), in the
 #: order parlab prints them. core_attn, mlp, moe and shared_experts are checkpointed normally
@@ -31,8 +34,6 @@ def recompute_modules(names, model: ModelSpec | None = None) -> tuple[str, ...]:
     """``names`` (an iterable of module names, or one comma-separated string) checked against
     ``RECOMPUTE_MODULES`` and put in its order, duplicates dropped; with a ``model``, also the
     modules that model has (ValueError naming the module and the rule)."""
-    from parlab.costmodel.specs._check import canonical
-
     if isinstance(names, str):
         names = [n for n in names.split(",") if n.strip()]
     try:
@@ -88,7 +89,6 @@ def layer_activation_terms(model: ModelSpec, micro_batch: int, cp: int = 1,
     Megatron-Core); QK-norm (Qwen3) keeps its input, 2 s b (q + g d r) ('QK-norm inputs', split);
     sandwich norms (Gemma 2/3) two more norm inputs, 4 s b h ('sandwich norm inputs', whole).
     """
-    from parlab.costmodel.pricing.attention_terms import kv_replicas
 
     s, b, h, f = model.seq_len, micro_batch, model.hidden, model.ffn
     sbh = s * b * h
@@ -106,8 +106,6 @@ def layer_activation_terms(model: ModelSpec, micro_batch: int, cp: int = 1,
     if moe is None:
         terms["MLP inner"] = ("split", s * b * f * (6 if model.gated_mlp else 4))
         return terms
-    from parlab.costmodel.specs.moe import dispatch_rows
-
     tokens = max(1, s * b // cp)  # T on this rank: the routing, and the capacity, are per rank
     width = 6 if moe.gated else 4
     rows = dispatch_rows(tokens, moe)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from parlab.costmodel.plan.spec import Plan
 from parlab.costmodel.pricing.memory import layer_activation_bytes
+from parlab.costmodel.pricing.moe_layer import stage_layer_kinds
 from parlab.costmodel.pricing.params import stage_layers
 from parlab.costmodel.pricing.pipeline_split import stage_index
 from parlab.costmodel.specs.models import ModelSpec
@@ -97,7 +98,5 @@ def _layer_kinds(model: ModelSpec, plan: Plan, stage: str | int) -> list[tuple[i
     layout = plan.layout(model)
     if model.moe is None:
         return [(stage_layers(model, plan.pp, layout, stage), None)]
-    from parlab.costmodel.pricing.moe_layer import stage_layer_kinds
-
     dense, moe = stage_layer_kinds(model, plan.pp, stage, layout)
     return [(dense, False), (moe, True)]

@@ -13,6 +13,7 @@ from parlab.costmodel.plan.memory.zero import zero3_gathered_params, zero_model_
 from parlab.costmodel.plan.spec import Plan
 from parlab.costmodel.pricing.fp8 import fp8_weight_bytes, stage_linear_params
 from parlab.costmodel.pricing.memory import ModelStateMemory, get_precision
+from parlab.costmodel.pricing.moe_layer import stage_param_split
 from parlab.costmodel.pricing.params import stage_layers, stage_params
 from parlab.costmodel.pricing.pipeline_split import fullest_stage
 from parlab.costmodel.specs.assumptions import DEFAULT, Assumptions
@@ -165,8 +166,6 @@ def _stage_states(model: ModelSpec, plan: Plan, stage: str | int
     if model.moe is None:
         dense, experts = stage_params(model, plan.tp, plan.pp, stage, layout), 0.0
     else:
-        from parlab.costmodel.pricing.moe_layer import stage_param_split
-
         dense, experts = stage_param_split(model, plan.tp, plan.pp, stage, plan.ep, layout)
     params = dense + experts
     states = zero_model_states(dense, plan.dp * plan.cp, plan.zero, plan.precision, plan.optimizer)

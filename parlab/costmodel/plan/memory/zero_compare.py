@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 
 from parlab.costmodel.plan.memory.zero import zero3_gathered_params
+from parlab.costmodel.plan.spec import training_dtype
 from parlab.costmodel.pricing.memory import get_precision
 from parlab.costmodel.pricing.params import stage_params
 from parlab.costmodel.specs._check import positive
@@ -73,8 +74,6 @@ class Zero3VsZero2:
 def zero3_vs_zero2(model: ModelSpec, dp: int, tp: int = 1, dtype: str = "bf16", impl: str = "fsdp") -> Zero3VsZero2:
     """ZeRO-3 against ZeRO-2 for ``model`` over ``dp`` ranks (``Zero3VsZero2``): for a deep model
     ZeRO-3 holds far less; for a model of a few layers over few ranks it can hold more."""
-    from parlab.costmodel.plan.spec import training_dtype
-
     positive("dp", dp, integer=True)
     positive("tp", tp, integer=True)
     precision = get_precision(training_dtype(dtype)[0])
