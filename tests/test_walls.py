@@ -83,4 +83,4 @@ def test_the_dashboard_says_which_terms_its_headline_leaves_out():
 
     line = MemoryWallDashboard.summary(None, memory_wall("llama-7b"))
     assert "117 GB of states + activations" in line and "149 GB in all" in line
-    assert line.endswith("fits no GPU preset")
+    assert line.endswith("fits none of the GPUs shown (v100-32gb to h200)")  # a B200 holds it: not "no GPU"

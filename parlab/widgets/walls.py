@@ -8,7 +8,13 @@ import html as html_lib
 import ipywidgets as widgets
 
 from parlab.costmodel import GPUS, OPTIMIZERS, PRECISIONS, RECOMPUTE
-from parlab.costmodel.answers.walls import ComputeWall, MemoryWall, compute_wall, memory_wall
+from parlab.costmodel.answers.walls import (
+    WALL_GPUS,
+    ComputeWall,
+    MemoryWall,
+    compute_wall,
+    memory_wall,
+)
 from parlab.tables import human_bytes, human_count
 from parlab.viz.figures import new_figure
 from parlab.viz.html import html_table
@@ -72,7 +78,8 @@ class MemoryWallDashboard(Dashboard):
     def summary(self, w: MemoryWall) -> str:
         fit = [f.gpu.name for f in w.fits() if f.fits_one]
         job = "inference" if is_inference(w) else "training"
-        fits = f"fits one {', '.join(fit)}" if fit else "fits no GPU preset"
+        fits = (f"fits one {', '.join(fit)}" if fit
+                else f"fits none of the GPUs shown ({WALL_GPUS[0]} to {WALL_GPUS[-1]})")
         return f"{w.model.name}, {job}: {human_bytes(w.total)}{in_all(w) or ' on one GPU'}; {fits}"
 
 

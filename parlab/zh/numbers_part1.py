@@ -110,7 +110,10 @@ def s_1_10() -> dict[str, str]:
     full = memory_wall("llama-7b", "mixed", "adam", micro_batch=1, recompute="full")
     n = w.model.num_params()
     rule = CLAIMS["finetune-bytes-per-param"].value
-    return {"bpp": _f(w.total / n, 1), "total_gb": _gb(w.total), "bpp_full": _f(full.total / n, 1),
+    over = w.estimate_total / (rule * n) - 1  # the full one-GPU estimate against the guide's 20n GB
+    bound = "可以当上限用" if over <= 0 else f"但不是上限：成本模型的完整估计还要多 {over:.0%}"
+    return {"bound": bound, "bpp": _f(w.total / n, 1), "total_gb": _gb(w.total), "estimate_gb": _gb(w.estimate_total),
+            "bpp_full": _f(full.total / n, 1),
             "guide_gb": _f(rule * n / GB), "model_b": _f(n / 1e9, 2), "states_bpp": _f(model_state_memory(1, "mixed", "adam").total),
             "seq": _f(w.model.seq_len), "mb": "1"}
 
